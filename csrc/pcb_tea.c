@@ -1,0 +1,754 @@
+/*
+ * pcb_tea.c — TEA and XTEA (see pcb_tea.h).
+ *
+ * Two families of code:
+ *  - reference: Wheeler & Needham's routines transcribed literally, one block
+ *    at a time, computing sum (and XTEA's key index) on the fly;
+ *  - optimized: the per-cycle constants (TEA's sum; XTEA's sum + k[...]) are
+ *    precomputed per call into a small stack table, and many independent
+ *    blocks run through the rounds side by side: 4 in plain C (ILP), 8 per
+ *    AVX2 vector, 16 per AVX-512 vector, two vectors at a time so that the
+ *    serial v0 -> v1 -> v0 dependency chain does not starve the ALUs.
+ *    AVX2/AVX-512 are compiled with function target attributes and selected
+ *    at run time, so the file builds with the baseline -march.
+ * Every optimized path must produce exactly the reference output.
+ *
+ * Unsigned 32-bit arithmetic throughout (wrapping is the cipher's intent);
+ * bytes are assembled explicitly (big-endian) so there is no aliasing or
+ * alignment UB.
+ */
+#include "pcb_tea.h"
+
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define PCB_TEA_X86 1
+#include <immintrin.h>
+#else
+#define PCB_TEA_X86 0
+#endif
+
+#define TEA_DELTA 0x9E3779B9u
+
+#define AI static inline __attribute__((always_inline))
+
+/* ---------------------------------------------------------------- bytes */
+
+static inline uint32_t ld32be(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) |
+           (uint32_t)p[3];
+}
+
+static inline void st32be(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static inline uint64_t ld64be(const uint8_t *p)
+{
+    return ((uint64_t)ld32be(p) << 32) | ld32be(p + 4);
+}
+
+static inline void st64be(uint8_t *p, uint64_t v)
+{
+    st32be(p, (uint32_t)(v >> 32));
+    st32be(p + 4, (uint32_t)v);
+}
+
+/* out = in ^ ks over n bytes; in may equal out. */
+static void xor_bytes(uint8_t *out, const uint8_t *in, const uint8_t *ks, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t a, b;
+        memcpy(&a, in + i, 8);
+        memcpy(&b, ks + i, 8);
+        a ^= b;
+        memcpy(out + i, &a, 8);
+    }
+    for (; i < n; i++)
+        out[i] = (uint8_t)(in[i] ^ ks[i]);
+}
+
+/* ---------------------------------------------------- reference kernels */
+
+/* Wheeler & Needham, "TEA, a Tiny Encryption Algorithm" (1994). Every shift
+ * is parenthesised: in C and Java `v1 << 4 + k0` would mean v1 << (4 + k0),
+ * the precedence bug of the seed's Java port. */
+static void ref_tea_encrypt(uint32_t v[2], const uint32_t k[4], uint32_t rounds)
+{
+    uint32_t v0 = v[0], v1 = v[1], sum = 0, i;
+    for (i = 0; i < rounds; i++) {
+        sum += TEA_DELTA;
+        v0 += ((v1 << 4) + k[0]) ^ (v1 + sum) ^ ((v1 >> 5) + k[1]);
+        v1 += ((v0 << 4) + k[2]) ^ (v0 + sum) ^ ((v0 >> 5) + k[3]);
+    }
+    v[0] = v0;
+    v[1] = v1;
+}
+
+static void ref_tea_decrypt(uint32_t v[2], const uint32_t k[4], uint32_t rounds)
+{
+    uint32_t v0 = v[0], v1 = v[1], sum = TEA_DELTA * rounds, i; /* mod 2^32 */
+    for (i = 0; i < rounds; i++) {
+        v1 -= ((v0 << 4) + k[2]) ^ (v0 + sum) ^ ((v0 >> 5) + k[3]);
+        v0 -= ((v1 << 4) + k[0]) ^ (v1 + sum) ^ ((v1 >> 5) + k[1]);
+        sum -= TEA_DELTA;
+    }
+    v[0] = v0;
+    v[1] = v1;
+}
+
+/* Needham & Wheeler, "Tea extensions" (1997). */
+static void ref_xtea_encrypt(uint32_t v[2], const uint32_t k[4], uint32_t rounds)
+{
+    uint32_t v0 = v[0], v1 = v[1], sum = 0, i;
+    for (i = 0; i < rounds; i++) {
+        v0 += (((v1 << 4) ^ (v1 >> 5)) + v1) ^ (sum + k[sum & 3]);
+        sum += TEA_DELTA;
+        v1 += (((v0 << 4) ^ (v0 >> 5)) + v0) ^ (sum + k[(sum >> 11) & 3]);
+    }
+    v[0] = v0;
+    v[1] = v1;
+}
+
+static void ref_xtea_decrypt(uint32_t v[2], const uint32_t k[4], uint32_t rounds)
+{
+    uint32_t v0 = v[0], v1 = v[1], sum = TEA_DELTA * rounds, i;
+    for (i = 0; i < rounds; i++) {
+        v1 -= (((v0 << 4) ^ (v0 >> 5)) + v0) ^ (sum + k[(sum >> 11) & 3]);
+        sum -= TEA_DELTA;
+        v0 -= (((v1 << 4) ^ (v1 >> 5)) + v1) ^ (sum + k[sum & 3]);
+    }
+    v[0] = v0;
+    v[1] = v1;
+}
+
+static void ref_block(const pcb_tea_key *tk, int enc, uint32_t v[2])
+{
+    if (tk->variant == PCB_XTEA) {
+        if (enc)
+            ref_xtea_encrypt(v, tk->k, tk->rounds);
+        else
+            ref_xtea_decrypt(v, tk->k, tk->rounds);
+    } else {
+        if (enc)
+            ref_tea_encrypt(v, tk->k, tk->rounds);
+        else
+            ref_tea_decrypt(v, tk->k, tk->rounds);
+    }
+}
+
+/* One block, bytes in -> bytes out (in may equal out). */
+static void ref_block_bytes(const pcb_tea_key *tk, int enc, const uint8_t *in, uint8_t *out)
+{
+    uint32_t v[2];
+    v[0] = ld32be(in);
+    v[1] = ld32be(in + 4);
+    ref_block(tk, enc, v);
+    st32be(out, v[0]);
+    st32be(out + 4, v[1]);
+}
+
+/* ---------------------------------------------------- optimized kernels */
+
+/* Per-call parameters of the optimized kernels. rk holds the per-cycle
+ * constants: TEA: rk[i] = delta * (i + 1), the sum of cycle i; XTEA:
+ * rk[2i] = s_i + k[s_i & 3] and rk[2i+1] = s_{i+1} + k[(s_{i+1} >> 11) & 3]
+ * with s_i = delta * i. Decryption walks the same table backwards. */
+typedef struct {
+    const uint32_t *k;
+    const uint32_t *rk;
+    uint32_t rounds;
+    pcb_tea_variant variant;
+    int enc;
+} tea_run;
+
+/* Room for the largest table (XTEA, 1024 cycles): 8 KiB of stack. */
+#define RK_MAX (2 * PCB_TEA_MAX_ROUNDS)
+
+static void run_init(tea_run *r, const pcb_tea_key *tk, int enc, uint32_t *rk)
+{
+    uint32_t i, s = 0;
+    if (tk->variant == PCB_XTEA) {
+        for (i = 0; i < tk->rounds; i++) {
+            rk[2 * i] = s + tk->k[s & 3];
+            s += TEA_DELTA;
+            rk[2 * i + 1] = s + tk->k[(s >> 11) & 3];
+        }
+    } else {
+        for (i = 0; i < tk->rounds; i++) {
+            s += TEA_DELTA;
+            rk[i] = s;
+        }
+    }
+    r->k = tk->k;
+    r->rk = rk;
+    r->rounds = tk->rounds;
+    r->variant = tk->variant;
+    r->enc = enc;
+}
+
+/*
+ * The round loops are written once, as macros over an "ops prefix" P
+ * (sc_ = uint32_t, v8_ = AVX2, v16_ = AVX-512) that supplies P##t (the type),
+ * P##set1, P##add, P##sub, P##teaf (TEA's F with sum and two key words) and
+ * P##xteaf (XTEA's F xored with the table constant). EACHn repeats a
+ * statement for lanes 0..n-1 so that every lane lives in its own named
+ * variable (register) — no arrays the compiler might leave in memory.
+ */
+#define EACH1(M, P) M(P, 0)
+#define EACH2(M, P) M(P, 0) M(P, 1)
+#define EACH4(M, P) M(P, 0) M(P, 1) M(P, 2) M(P, 3)
+
+#define LANE_LOAD(P, j) P##t a##j = va[j], b##j = vb[j];
+#define LANE_STORE(P, j) va[j] = a##j; vb[j] = b##j;
+#define TEA_EA(P, j) a##j = P##add(a##j, P##teaf(b##j, s, k0, k1));
+#define TEA_EB(P, j) b##j = P##add(b##j, P##teaf(a##j, s, k2, k3));
+#define TEA_DB(P, j) b##j = P##sub(b##j, P##teaf(a##j, s, k2, k3));
+#define TEA_DA(P, j) a##j = P##sub(a##j, P##teaf(b##j, s, k0, k1));
+#define XTEA_EA(P, j) a##j = P##add(a##j, P##xteaf(b##j, s0));
+#define XTEA_EB(P, j) b##j = P##add(b##j, P##xteaf(a##j, s1));
+#define XTEA_DB(P, j) b##j = P##sub(b##j, P##xteaf(a##j, s1));
+#define XTEA_DA(P, j) a##j = P##sub(a##j, P##xteaf(b##j, s0));
+
+/* NAME(r, va, vb): run all cycles on lanes va[j] (v0 words), vb[j] (v1). */
+#define DEF_ROUNDS(P, ATTR, NAME, EACH)                                        \
+    ATTR static void NAME(const tea_run *r, P##t *va, P##t *vb)               \
+    {                                                                          \
+        EACH(LANE_LOAD, P)                                                     \
+        const P##t k0 = P##set1(r->k[0]), k1 = P##set1(r->k[1]);               \
+        const P##t k2 = P##set1(r->k[2]), k3 = P##set1(r->k[3]);               \
+        const uint32_t *rk = r->rk;                                            \
+        uint32_t i, n = r->rounds;                                             \
+        if (r->variant == PCB_TEA) {                                           \
+            if (r->enc) {                                                      \
+                for (i = 0; i < n; i++) {                                      \
+                    const P##t s = P##set1(rk[i]);                             \
+                    EACH(TEA_EA, P) EACH(TEA_EB, P)                            \
+                }                                                              \
+            } else {                                                           \
+                for (i = n; i-- > 0;) {                                        \
+                    const P##t s = P##set1(rk[i]);                             \
+                    EACH(TEA_DB, P) EACH(TEA_DA, P)                            \
+                }                                                              \
+            }                                                                  \
+        } else if (r->enc) {                                                   \
+            for (i = 0; i < n; i++) {                                          \
+                const P##t s0 = P##set1(rk[2 * i]), s1 = P##set1(rk[2 * i + 1]); \
+                EACH(XTEA_EA, P) EACH(XTEA_EB, P)                              \
+            }                                                                  \
+        } else {                                                               \
+            for (i = n; i-- > 0;) {                                            \
+                const P##t s0 = P##set1(rk[2 * i]), s1 = P##set1(rk[2 * i + 1]); \
+                EACH(XTEA_DB, P) EACH(XTEA_DA, P)                              \
+            }                                                                  \
+        }                                                                      \
+        EACH(LANE_STORE, P)                                                    \
+    }
+
+/* ---- portable scalar ops */
+typedef uint32_t sc_t;
+AI sc_t sc_set1(uint32_t x) { return x; }
+AI sc_t sc_add(sc_t a, sc_t b) { return a + b; }
+AI sc_t sc_sub(sc_t a, sc_t b) { return a - b; }
+AI sc_t sc_teaf(sc_t x, sc_t s, sc_t ka, sc_t kb)
+{
+    return ((x << 4) + ka) ^ (x + s) ^ ((x >> 5) + kb);
+}
+AI sc_t sc_xteaf(sc_t x, sc_t rk) { return (((x << 4) ^ (x >> 5)) + x) ^ rk; }
+
+DEF_ROUNDS(sc_, , sc_rounds1, EACH1)
+DEF_ROUNDS(sc_, , sc_rounds4, EACH4)
+
+/* One block through the table-driven scalar path (CBC encryption). */
+static void sc_block(const tea_run *r, uint32_t *v0, uint32_t *v1)
+{
+    sc_rounds1(r, v0, v1);
+}
+
+/* Optional final xor: with x non-NULL every kernel writes out[j] = E(in[j]) ^ x[j]
+ * (the CTR keystream xor and the CBC-decryption chaining xor, fused so the
+ * data makes one pass). Each group of blocks is fully read (in, x) before it
+ * is written, so out may equal in or x; no other overlap. */
+static inline uint32_t xw(const uint8_t *x, size_t off)
+{
+    return x ? ld32be(x + off) : 0;
+}
+
+/* nblocks whole blocks, in -> out: 4 at a time, then 1. */
+static void blocks_scalar(const tea_run *r, const uint8_t *in, uint8_t *out, size_t n,
+                          const uint8_t *x)
+{
+    uint32_t a[4], b[4];
+    int j;
+    for (; n >= 4; n -= 4, in += 32, out += 32) {
+        for (j = 0; j < 4; j++) {
+            a[j] = ld32be(in + 8 * j);
+            b[j] = ld32be(in + 8 * j + 4);
+        }
+        sc_rounds4(r, a, b);
+        for (j = 0; j < 4; j++) {
+            a[j] ^= xw(x, 8 * (size_t)j);
+            b[j] ^= xw(x, 8 * (size_t)j + 4);
+        }
+        for (j = 0; j < 4; j++) {
+            st32be(out + 8 * j, a[j]);
+            st32be(out + 8 * j + 4, b[j]);
+        }
+        if (x)
+            x += 32;
+    }
+    for (; n > 0; n--, in += 8, out += 8) {
+        a[0] = ld32be(in);
+        b[0] = ld32be(in + 4);
+        sc_rounds1(r, a, b);
+        st32be(out, a[0] ^ xw(x, 0));
+        st32be(out + 4, b[0] ^ xw(x, 4));
+        if (x)
+            x += 8;
+    }
+}
+
+#if PCB_TEA_X86
+
+#define T_AVX2 __attribute__((target("avx2")))
+#define T_AVX512 __attribute__((target("avx512f,avx512bw")))
+
+/*
+ * Layout trick shared by both vector widths: within each 128-bit lane (two
+ * blocks, words v0 v1 v0' v1'), one byte shuffle both byte-swaps the words
+ * and reorders them to v0 v0' v1 v1'; then unpacklo/hi_epi64 of two such
+ * registers gather all v0 words into one register and all v1 words into the
+ * other. The lane order that results is permuted, which does not matter
+ * since all lanes are independent, and the exact inverse (unpack, then the
+ * same shuffle, which is an involution) restores it on the way out.
+ */
+
+/* ---- AVX2: 8 blocks (64 bytes) per register pair */
+typedef __m256i v8_t;
+T_AVX2 AI v8_t v8_set1(uint32_t x) { return _mm256_set1_epi32((int)x); }
+T_AVX2 AI v8_t v8_add(v8_t a, v8_t b) { return _mm256_add_epi32(a, b); }
+T_AVX2 AI v8_t v8_sub(v8_t a, v8_t b) { return _mm256_sub_epi32(a, b); }
+T_AVX2 AI v8_t v8_teaf(v8_t x, v8_t s, v8_t ka, v8_t kb)
+{
+    return _mm256_xor_si256(
+        _mm256_xor_si256(_mm256_add_epi32(_mm256_slli_epi32(x, 4), ka), _mm256_add_epi32(x, s)),
+        _mm256_add_epi32(_mm256_srli_epi32(x, 5), kb));
+}
+T_AVX2 AI v8_t v8_xteaf(v8_t x, v8_t rk)
+{
+    v8_t t = _mm256_xor_si256(_mm256_slli_epi32(x, 4), _mm256_srli_epi32(x, 5));
+    return _mm256_xor_si256(_mm256_add_epi32(t, x), rk);
+}
+T_AVX2 AI v8_t v8_shuf(void)
+{
+    return _mm256_setr_epi8(3, 2, 1, 0, 11, 10, 9, 8, 7, 6, 5, 4, 15, 14, 13, 12,
+                            3, 2, 1, 0, 11, 10, 9, 8, 7, 6, 5, 4, 15, 14, 13, 12);
+}
+T_AVX2 AI void v8_load(const uint8_t *p, v8_t *a, v8_t *b)
+{
+    const v8_t m = v8_shuf();
+    v8_t x = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(const void *)p), m);
+    v8_t y = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(p + 32)), m);
+    *a = _mm256_unpacklo_epi64(x, y);
+    *b = _mm256_unpackhi_epi64(x, y);
+}
+T_AVX2 AI void v8_store(uint8_t *p, v8_t a, v8_t b, const uint8_t *x)
+{
+    const v8_t m = v8_shuf();
+    v8_t lo = _mm256_shuffle_epi8(_mm256_unpacklo_epi64(a, b), m);
+    v8_t hi = _mm256_shuffle_epi8(_mm256_unpackhi_epi64(a, b), m);
+    if (x) {
+        lo = _mm256_xor_si256(lo, _mm256_loadu_si256((const __m256i *)(const void *)x));
+        hi = _mm256_xor_si256(hi, _mm256_loadu_si256((const __m256i *)(const void *)(x + 32)));
+    }
+    _mm256_storeu_si256((__m256i *)(void *)p, lo);
+    _mm256_storeu_si256((__m256i *)(void *)(p + 32), hi);
+}
+
+DEF_ROUNDS(v8_, T_AVX2, v8_rounds1, EACH1)
+DEF_ROUNDS(v8_, T_AVX2, v8_rounds2, EACH2)
+
+T_AVX2 static void blocks_avx2(const tea_run *r, const uint8_t *in, uint8_t *out, size_t n,
+                        const uint8_t *x)
+{
+    v8_t a[2], b[2];
+    for (; n >= 16; n -= 16, in += 128, out += 128) {
+        v8_load(in, &a[0], &b[0]);
+        v8_load(in + 64, &a[1], &b[1]);
+        v8_rounds2(r, a, b);
+        v8_store(out, a[0], b[0], x);
+        v8_store(out + 64, a[1], b[1], x ? x + 64 : NULL);
+        if (x)
+            x += 128;
+    }
+    if (n >= 8) {
+        v8_load(in, &a[0], &b[0]);
+        v8_rounds1(r, a, b);
+        v8_store(out, a[0], b[0], x);
+        n -= 8, in += 64, out += 64;
+        if (x)
+            x += 64;
+    }
+    blocks_scalar(r, in, out, n, x);
+}
+
+/* ---- AVX-512: 16 blocks (128 bytes) per register pair */
+typedef __m512i v16_t;
+T_AVX512 AI v16_t v16_set1(uint32_t x) { return _mm512_set1_epi32((int)x); }
+T_AVX512 AI v16_t v16_add(v16_t a, v16_t b) { return _mm512_add_epi32(a, b); }
+T_AVX512 AI v16_t v16_sub(v16_t a, v16_t b) { return _mm512_sub_epi32(a, b); }
+T_AVX512 AI v16_t v16_teaf(v16_t x, v16_t s, v16_t ka, v16_t kb)
+{
+    /* 0x96 = three-way xor in one vpternlogd */
+    return _mm512_ternarylogic_epi32(_mm512_add_epi32(_mm512_slli_epi32(x, 4), ka),
+                                     _mm512_add_epi32(x, s),
+                                     _mm512_add_epi32(_mm512_srli_epi32(x, 5), kb), 0x96);
+}
+T_AVX512 AI v16_t v16_xteaf(v16_t x, v16_t rk)
+{
+    v16_t t = _mm512_xor_si512(_mm512_slli_epi32(x, 4), _mm512_srli_epi32(x, 5));
+    return _mm512_xor_si512(_mm512_add_epi32(t, x), rk);
+}
+T_AVX512 AI v16_t v16_shuf(void)
+{
+    return _mm512_broadcast_i32x4(
+        _mm_setr_epi8(3, 2, 1, 0, 11, 10, 9, 8, 7, 6, 5, 4, 15, 14, 13, 12));
+}
+T_AVX512 AI void v16_load(const uint8_t *p, v16_t *a, v16_t *b)
+{
+    const v16_t m = v16_shuf();
+    v16_t x = _mm512_shuffle_epi8(_mm512_loadu_si512((const void *)p), m);
+    v16_t y = _mm512_shuffle_epi8(_mm512_loadu_si512((const void *)(p + 64)), m);
+    *a = _mm512_unpacklo_epi64(x, y);
+    *b = _mm512_unpackhi_epi64(x, y);
+}
+T_AVX512 AI void v16_store(uint8_t *p, v16_t a, v16_t b, const uint8_t *x)
+{
+    const v16_t m = v16_shuf();
+    v16_t lo = _mm512_shuffle_epi8(_mm512_unpacklo_epi64(a, b), m);
+    v16_t hi = _mm512_shuffle_epi8(_mm512_unpackhi_epi64(a, b), m);
+    if (x) {
+        lo = _mm512_xor_si512(lo, _mm512_loadu_si512((const void *)x));
+        hi = _mm512_xor_si512(hi, _mm512_loadu_si512((const void *)(x + 64)));
+    }
+    _mm512_storeu_si512((void *)p, lo);
+    _mm512_storeu_si512((void *)(p + 64), hi);
+}
+
+DEF_ROUNDS(v16_, T_AVX512, v16_rounds1, EACH1)
+DEF_ROUNDS(v16_, T_AVX512, v16_rounds2, EACH2)
+
+T_AVX512 static void blocks_avx512(const tea_run *r, const uint8_t *in, uint8_t *out, size_t n,
+                        const uint8_t *x)
+{
+    v16_t a[2], b[2];
+    for (; n >= 32; n -= 32, in += 256, out += 256) {
+        v16_load(in, &a[0], &b[0]);
+        v16_load(in + 128, &a[1], &b[1]);
+        v16_rounds2(r, a, b);
+        v16_store(out, a[0], b[0], x);
+        v16_store(out + 128, a[1], b[1], x ? x + 128 : NULL);
+        if (x)
+            x += 256;
+    }
+    if (n >= 16) {
+        v16_load(in, &a[0], &b[0]);
+        v16_rounds1(r, a, b);
+        v16_store(out, a[0], b[0], x);
+        n -= 16, in += 128, out += 128;
+        if (x)
+            x += 128;
+    }
+    blocks_scalar(r, in, out, n, x);
+}
+
+#endif /* PCB_TEA_X86 */
+
+/* ------------------------------------------------------ CPU detection */
+
+/* Bit 0: detection done; bit 1: AVX2 usable; bit 2: AVX-512F+BW usable
+ * (libgcc's checks include OS support of the register state via XGETBV).
+ * Written once with the same value by any racing initialiser. */
+static int g_cpu;
+
+#define CPU_DONE 1
+#define CPU_AVX2 2
+#define CPU_AVX512 4
+
+void pcb_tea_init(void)
+{
+    int f = CPU_DONE;
+    if (__atomic_load_n(&g_cpu, __ATOMIC_ACQUIRE) & CPU_DONE)
+        return;
+#if PCB_TEA_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2"))
+        f |= CPU_AVX2;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
+        f |= CPU_AVX512;
+#endif
+    __atomic_store_n(&g_cpu, f, __ATOMIC_RELEASE);
+}
+
+static int cpu_flags(void)
+{
+    int f = __atomic_load_n(&g_cpu, __ATOMIC_ACQUIRE);
+    if (!(f & CPU_DONE)) {
+        pcb_tea_init();
+        f = __atomic_load_n(&g_cpu, __ATOMIC_ACQUIRE);
+    }
+    return f;
+}
+
+pcb_tea_impl pcb_tea_best_impl(void)
+{
+    int f = cpu_flags();
+    if (f & CPU_AVX512)
+        return PCB_TEA_IMPL_AVX512;
+    if (f & CPU_AVX2)
+        return PCB_TEA_IMPL_AVX2;
+    return PCB_TEA_IMPL_SCALAR;
+}
+
+int pcb_tea_impl_available(pcb_tea_impl impl)
+{
+    switch (impl) {
+    case PCB_TEA_IMPL_REF:
+    case PCB_TEA_IMPL_SCALAR:
+        return 1;
+    case PCB_TEA_IMPL_AVX2:
+        return (cpu_flags() & CPU_AVX2) != 0;
+    case PCB_TEA_IMPL_AVX512:
+        return (cpu_flags() & CPU_AVX512) != 0;
+    default:
+        return 0;
+    }
+}
+
+const char *pcb_tea_impl_name(pcb_tea_impl impl)
+{
+    switch (impl) {
+    case PCB_TEA_IMPL_REF:
+        return "ref";
+    case PCB_TEA_IMPL_SCALAR:
+        return "scalar";
+    case PCB_TEA_IMPL_AVX2:
+        return "avx2";
+    case PCB_TEA_IMPL_AVX512:
+        return "avx512";
+    case PCB_TEA_IMPL_AUTO:
+        return "auto";
+    default:
+        return "unknown";
+    }
+}
+
+typedef void (*blocks_fn)(const tea_run *, const uint8_t *, uint8_t *, size_t, const uint8_t *);
+
+/* The multi-block kernel for an impl; re-checks availability so a
+ * hand-filled key can never run an instruction set the CPU lacks. */
+static blocks_fn pick_blocks(pcb_tea_impl impl)
+{
+#if PCB_TEA_X86
+    if (impl == PCB_TEA_IMPL_AVX512 && pcb_tea_impl_available(impl))
+        return blocks_avx512;
+    if (impl == PCB_TEA_IMPL_AVX2 && pcb_tea_impl_available(impl))
+        return blocks_avx2;
+#else
+    (void)impl;
+#endif
+    return blocks_scalar;
+}
+
+/* ------------------------------------------------------------- keys */
+
+void pcb_tea_set_key(pcb_tea_key *tk, const uint8_t key[PCB_TEA_KEY],
+                     pcb_tea_variant variant, uint32_t rounds, pcb_tea_impl impl)
+{
+    int i;
+    for (i = 0; i < 4; i++)
+        tk->k[i] = ld32be(key + 4 * i);
+    tk->rounds = rounds;
+    tk->variant = variant;
+    if (impl == PCB_TEA_IMPL_AUTO || !pcb_tea_impl_available(impl))
+        impl = pcb_tea_best_impl();
+    tk->impl = impl;
+}
+
+void pcb_tea_clear_key(pcb_tea_key *tk)
+{
+    OPENSSL_cleanse(tk, sizeof(*tk));
+}
+
+/* The optimized paths pay a table setup of ~rounds steps, less than the
+ * cost of one block, so calls of a single block go straight to the
+ * reference routine instead. */
+static int use_fast(const pcb_tea_key *tk, size_t nblocks)
+{
+    return tk->impl != PCB_TEA_IMPL_REF && nblocks >= 2;
+}
+
+/* -------------------------------------------------------------- ECB */
+
+void pcb_tea_ecb(const pcb_tea_key *tk, int encrypt, const uint8_t *in,
+                 uint8_t *out, size_t nblocks)
+{
+    size_t i;
+    if (use_fast(tk, nblocks)) {
+        uint32_t rk[RK_MAX];
+        tea_run r;
+        run_init(&r, tk, encrypt, rk);
+        pick_blocks(tk->impl)(&r, in, out, nblocks, NULL);
+        return;
+    }
+    for (i = 0; i < nblocks; i++)
+        ref_block_bytes(tk, encrypt, in + 8 * i, out + 8 * i);
+}
+
+/* -------------------------------------------------------------- CBC */
+
+/* Blocks per chunk for the parallel CBC-decrypt and CTR paths (a multiple
+ * of every vector group size; 4 KiB of stack). */
+#define CHUNK 512
+
+static void cbc_decrypt_fast(const pcb_tea_key *tk, uint8_t iv[PCB_TEA_BLOCK],
+                             const uint8_t *in, uint8_t *out, size_t nblocks)
+{
+    uint32_t rk[RK_MAX];
+    /* save = previous ciphertext block, then this chunk's ciphertext: the
+     * kernel decrypts save[1..n] and xors with save[0..n-1]. The copy is
+     * what makes in-place operation safe (out overwrites the ciphertext the
+     * next block chains from); it costs far less than the rounds. */
+    uint8_t save[(CHUNK + 1) * PCB_TEA_BLOCK];
+    tea_run r;
+    blocks_fn fn = pick_blocks(tk->impl);
+    run_init(&r, tk, 0, rk);
+    memcpy(save, iv, 8);
+    while (nblocks > 0) {
+        size_t n = nblocks < CHUNK ? nblocks : CHUNK;
+        memcpy(save + 8, in, 8 * n);
+        fn(&r, save + 8, out, n, save);
+        memcpy(save, save + 8 * n, 8); /* chains into the next chunk */
+        in += 8 * n;
+        out += 8 * n;
+        nblocks -= n;
+    }
+    memcpy(iv, save, 8);
+}
+
+void pcb_tea_cbc(const pcb_tea_key *tk, int encrypt, uint8_t iv[PCB_TEA_BLOCK],
+                 const uint8_t *in, uint8_t *out, size_t nblocks)
+{
+    size_t i;
+    if (!encrypt && use_fast(tk, nblocks)) {
+        cbc_decrypt_fast(tk, iv, in, out, nblocks);
+        return;
+    }
+    if (encrypt && use_fast(tk, nblocks)) {
+        /* Serial by nature: one block at a time, chain kept in registers. */
+        uint32_t rk[RK_MAX];
+        tea_run r;
+        uint32_t c0 = ld32be(iv), c1 = ld32be(iv + 4);
+        run_init(&r, tk, 1, rk);
+        for (i = 0; i < nblocks; i++, in += 8, out += 8) {
+            c0 ^= ld32be(in);
+            c1 ^= ld32be(in + 4);
+            sc_block(&r, &c0, &c1);
+            st32be(out, c0);
+            st32be(out + 4, c1);
+        }
+        st32be(iv, c0);
+        st32be(iv + 4, c1);
+        return;
+    }
+    /* Reference path (and single blocks). */
+    for (i = 0; i < nblocks; i++, in += 8, out += 8) {
+        uint32_t v[2];
+        if (encrypt) {
+            v[0] = ld32be(in) ^ ld32be(iv);
+            v[1] = ld32be(in + 4) ^ ld32be(iv + 4);
+            ref_block(tk, 1, v);
+            st32be(out, v[0]);
+            st32be(out + 4, v[1]);
+            memcpy(iv, out, 8);
+        } else {
+            uint8_t c[PCB_TEA_BLOCK];
+            memcpy(c, in, 8); /* in may be out */
+            v[0] = ld32be(c);
+            v[1] = ld32be(c + 4);
+            ref_block(tk, 0, v);
+            st32be(out, v[0] ^ ld32be(iv));
+            st32be(out + 4, v[1] ^ ld32be(iv + 4));
+            memcpy(iv, c, 8);
+        }
+    }
+}
+
+/* -------------------------------------------------------------- CTR */
+
+void pcb_tea_ctr_init(pcb_tea_ctr_state *st, const uint8_t iv[PCB_TEA_BLOCK])
+{
+    memcpy(st->counter, iv, PCB_TEA_BLOCK);
+    memset(st->keystream, 0, PCB_TEA_BLOCK);
+    st->used = PCB_TEA_BLOCK;
+}
+
+void pcb_tea_ctr(const pcb_tea_key *tk, pcb_tea_ctr_state *st,
+                 const uint8_t *in, uint8_t *out, size_t len)
+{
+    uint64_t ctr;
+    size_t nfull, rem;
+
+    /* Finish the keystream block left over by the previous call. */
+    while (len > 0 && st->used < PCB_TEA_BLOCK) {
+        *out++ = (uint8_t)(*in++ ^ st->keystream[st->used++]);
+        len--;
+    }
+    if (len == 0)
+        return;
+
+    ctr = ld64be(st->counter);
+    nfull = len / PCB_TEA_BLOCK;
+    rem = len % PCB_TEA_BLOCK;
+
+    if (use_fast(tk, nfull)) {
+        uint32_t rk[RK_MAX];
+        uint8_t buf[CHUNK * PCB_TEA_BLOCK];
+        tea_run r;
+        blocks_fn fn = pick_blocks(tk->impl);
+        run_init(&r, tk, 1, rk);
+        while (nfull > 0) {
+            size_t n = nfull < CHUNK ? nfull : CHUNK, j;
+            for (j = 0; j < n; j++)
+                st64be(buf + 8 * j, ctr++); /* wraps mod 2^64 */
+            fn(&r, buf, out, n, in);
+            in += 8 * n;
+            out += 8 * n;
+            nfull -= n;
+        }
+    } else {
+        for (; nfull > 0; nfull--, in += 8, out += 8) {
+            uint8_t ks[PCB_TEA_BLOCK];
+            st64be(ks, ctr++);
+            ref_block_bytes(tk, 1, ks, ks);
+            xor_bytes(out, in, ks, 8);
+        }
+    }
+
+    if (rem > 0) {
+        /* Keep the rest of this keystream block for the next call. */
+        st64be(st->keystream, ctr++);
+        ref_block_bytes(tk, 1, st->keystream, st->keystream);
+        xor_bytes(out, in, st->keystream, rem);
+        st->used = (unsigned)rem;
+    }
+    st64be(st->counter, ctr);
+}

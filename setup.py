@@ -1,0 +1,83 @@
+"""Build of pycipherbench._core; metadata lives in pyproject.toml.
+
+Environment switches:
+  PCB_SANITIZE=1  build with AddressSanitizer + UndefinedBehaviorSanitizer
+                  (run with LD_PRELOAD of the compiler's libasan and PYTHONMALLOC=malloc)
+  PCB_DEBUG=1     -O0 -g, assertions on
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+from setuptools import Extension, setup
+
+DEBIAN_HINT = (
+    "pycipherbench needs OpenSSL >= 3.0 with its development files, found through "
+    "pkg-config. On Debian/Ubuntu: apt-get install libssl-dev pkg-config"
+)
+
+
+def pkg_config(*args: str) -> str:
+    return subprocess.run(
+        ["pkg-config", *args, "libcrypto"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def find_openssl() -> tuple[list[str], list[str], list[str]]:
+    """Include dirs, library dirs and libraries of libcrypto >= 3.0, or exit with a hint."""
+    if shutil.which("pkg-config") is None:
+        sys.exit(f"error: pkg-config not found. {DEBIAN_HINT}")
+    try:
+        version = pkg_config("--modversion")
+        cflags = pkg_config("--cflags-only-I").split()
+        libs_l = pkg_config("--libs-only-L").split()
+        libs = pkg_config("--libs-only-l").split()
+    except subprocess.CalledProcessError:
+        sys.exit(f"error: pkg-config does not know libcrypto. {DEBIAN_HINT}")
+    major = int(version.split(".")[0]) if version.split(".")[0].isdigit() else 0
+    if major < 3:
+        sys.exit(f"error: found OpenSSL {version}, need >= 3.0. {DEBIAN_HINT}")
+    return [f[2:] for f in cflags], [f[2:] for f in libs_l], [f[2:] for f in libs]
+
+
+include_dirs, library_dirs, libraries = find_openssl()
+extra_compile_args = ["-std=c11", "-Wall", "-Wextra", "-Wno-missing-field-initializers"]
+extra_link_args: list[str] = []
+define_macros = [("OPENSSL_API_COMPAT", "30000"), ("OPENSSL_NO_DEPRECATED", None)]
+
+if os.environ.get("PCB_DEBUG"):
+    extra_compile_args += ["-O0", "-g", "-UNDEBUG"]
+else:
+    extra_compile_args += ["-O2"]
+if os.environ.get("PCB_SANITIZE"):
+    flags = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"]
+    extra_compile_args += flags + ["-g"]
+    extra_link_args += flags
+
+setup(
+    ext_modules=[
+        Extension(
+            "pycipherbench._core",
+            sources=[
+                "csrc/pcb_module.c",
+                "csrc/pcb_kernels.c",
+                "csrc/pcb_siv.c",
+                "csrc/pcb_tea.c",
+                "csrc/pcb_timing.c",
+            ],
+            depends=[
+                "csrc/pcb_kernels.h",
+                "csrc/pcb_siv.h",
+                "csrc/pcb_tea.h",
+                "csrc/pcb_timing.h",
+            ],
+            include_dirs=include_dirs,
+            library_dirs=library_dirs,
+            libraries=libraries,
+            define_macros=define_macros,
+            extra_compile_args=extra_compile_args,
+            extra_link_args=extra_link_args,
+        )
+    ],
+)
