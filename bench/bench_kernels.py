@@ -120,6 +120,12 @@ def fmt(x, spec=".1f"):
     return "-" if x is None else format(x, spec)
 
 
+def cv(xs):
+    """Coefficient of variation across rounds (a noise indicator)."""
+    xs = [x for x in xs if x is not None]
+    return statistics.stdev(xs) / statistics.fmean(xs) if len(xs) > 1 else 0.0
+
+
 def med(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
@@ -144,8 +150,10 @@ def ours(transformation, *, payload, scope, key_bits=None, rounds=None, min_time
 def bench_stream(rep, ossl, rounds, min_time, repeats):
     print(f"\n== stream scope, {STREAM_PAYLOAD} B, pycipherbench `stream` vs "
           f"`openssl speed -elapsed -evp <c> -bytes {STREAM_PAYLOAD} -seconds {ossl.seconds}`")
-    print(f"   ours: min_time={min_time}s x repeats={repeats} (median); interleaved, "
-          f"order flips each round; ratio = ours MB/s / openssl MB/s, median of {rounds} rounds")
+    print(f"   ours: min_time={min_time:.3f}s x repeats={repeats} (median); interleaved, "
+          f"order flips each round; ratio = ours MB/s / openssl MB/s, median of {rounds} rounds;"
+          f"\n   best/best = fastest round ours / fastest round openssl (quiet-machine estimate); "
+          f"CV = round-to-round noise")
     res = {c[0]: {"ours": [], "openssl": [], "ratio": [], "err": None} for c in STREAM_CASES}
     for r in range(rounds):
         for label, name, kb, oname in STREAM_CASES:
@@ -169,7 +177,7 @@ def bench_stream(rep, ossl, rounds, min_time, repeats):
             d["ratio"].append(o / s)
         print(f"   round {r + 1}/{rounds} done", flush=True)
     print(f"   {'cipher':<20}{'ours MB/s':>11}{'openssl MB/s':>14}{'ratio':>8}"
-          f"{'  [min..max ratio]':<20}  bar >= {BAR_STREAM}")
+          f"{'[min..max]':>17}{'best/best':>11}{'CV ours/ossl':>15}   bar >= {BAR_STREAM}")
     for label, *_ in STREAM_CASES:
         d = res[label]
         if d["err"]:
@@ -178,9 +186,11 @@ def bench_stream(rep, ossl, rounds, min_time, repeats):
             continue
         ratio = med(d["ratio"])
         ok = ratio >= BAR_STREAM
+        rng = "[%.2f..%.2f]" % (min(d["ratio"]), max(d["ratio"]))
+        cvs = "%.0f%%/%.0f%%" % (100 * cv(d["ours"]), 100 * cv(d["openssl"]))
         print(f"   {label:<20}{fmt(med(d['ours'])):>11}{fmt(med(d['openssl'])):>14}"
-              f"{fmt(ratio, '.3f'):>8}  [{min(d['ratio']):.3f}..{max(d['ratio']):.3f}]"
-              f"       {'PASS' if ok else 'FAIL'}")
+              f"{fmt(ratio, '.3f'):>8}{rng:>17}{max(d['ours']) / max(d['openssl']):>11.3f}"
+              f"{cvs:>15}   {'PASS' if ok else 'FAIL'}")
         rep.bar(f"stream {label} ratio >= {BAR_STREAM}", ok, f"ratio {ratio:.3f}")
     rep.data["stream"] = res
 
@@ -220,15 +230,18 @@ def bench_gcm(rep, ossl, rounds, min_time, repeats, openssl_aead):
                     res[f"{n}/{sc}"]["ratio"].append(vals[sc] / vals["openssl"])
         print(f"   round {r + 1}/{rounds} done", flush=True)
     print(f"   {'bytes':>6}{'openssl MB/s':>14}{'message MB/s':>14}{'ratio':>8}"
-          f"{'rekey MB/s':>12}{'ratio':>8}   bars: message >= {BAR_GCM_MESSAGE}, "
-          f"rekey in {BAR_GCM_REKEY[0]}..{BAR_GCM_REKEY[1]}")
+          f"{'rekey MB/s':>12}{'ratio':>8}{'best/best m,r':>15}{'CV ossl':>9}   bars: message >= "
+          f"{BAR_GCM_MESSAGE}, rekey in {BAR_GCM_REKEY[0]}..{BAR_GCM_REKEY[1]}")
     for n in GCM_SIZES:
         dm, dr = res[f"{n}/message"], res[f"{n}/rekey"]
         rm, rr = med(dm["ratio"]), med(dr["ratio"])
         okm = rm is not None and rm >= BAR_GCM_MESSAGE
         okr = rr is not None and BAR_GCM_REKEY[0] <= rr <= BAR_GCM_REKEY[1]
+        bb = "-"
+        if oss[n] and dm["ours"] and dr["ours"]:
+            bb = f"{max(dm['ours']) / max(oss[n]):.2f},{max(dr['ours']) / max(oss[n]):.2f}"
         print(f"   {n:>6}{fmt(med(oss[n])):>14}{fmt(med(dm['ours'])):>14}{fmt(rm, '.3f'):>8}"
-              f"{fmt(med(dr['ours'])):>12}{fmt(rr, '.3f'):>8}   "
+              f"{fmt(med(dr['ours'])):>12}{fmt(rr, '.3f'):>8}{bb:>15}{cv(oss[n]):>9.0%}   "
               f"{'PASS' if okm else 'FAIL'}/{'PASS' if okr else 'FAIL'}")
         for d in (dm, dr):
             if d["err"]:

@@ -84,15 +84,15 @@ static const pcb_transform *lookup(module_state *ms, const char *name)
     return t;
 }
 
-/* A bytes-like argument that may be None; view->obj stays NULL for None. */
-static int get_optional_buffer(PyObject *obj, const char *what, Py_buffer *view)
+/* A bytes-like argument; None is accepted (view->obj stays NULL) if may_be_none. */
+static int get_buffer(PyObject *obj, const char *what, int may_be_none, Py_buffer *view)
 {
     memset(view, 0, sizeof *view);
-    if (obj == Py_None)
+    if (obj == Py_None && may_be_none)
         return 1;
     if (!PyObject_CheckBuffer(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a bytes-like object or None, not %.100s",
-                     what, Py_TYPE(obj)->tp_name);
+        PyErr_Format(PyExc_TypeError, "%s must be a bytes-like object%s, not %.100s",
+                     what, may_be_none ? " or None" : "", Py_TYPE(obj)->tp_name);
         return 0;
     }
     return PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) == 0;
@@ -235,13 +235,8 @@ static PyObject *oneshot(PyObject *module, PyObject *args, PyObject *kwargs, int
     const pcb_transform *t = lookup(ms, name);
     if (t == NULL)
         return NULL;
-    if (key_obj == Py_None || data_obj == Py_None) {
-        PyErr_Format(PyExc_TypeError, "%s must be a bytes-like object, not None",
-                     key_obj == Py_None ? "key" : "data");
-        return NULL;
-    }
-    if (!get_optional_buffer(key_obj, "key", &key) || !get_optional_buffer(data_obj, "data", &data)
-        || !get_optional_buffer(iv_obj, "iv", &iv))
+    if (!get_buffer(key_obj, "key", 0, &key) || !get_buffer(data_obj, "data", 0, &data)
+        || !get_buffer(iv_obj, "iv", 1, &iv))
         goto done;
     if (!pcb_check_key_len(t, (size_t)key.len, &st)
         || !pcb_check_iv_len(t, iv.obj ? (size_t)iv.len : SIZE_MAX, &st)) {

@@ -19,7 +19,8 @@ ARM_CRYPTO_FLAGS = ("aes", "pmull", "sha1", "sha2", "sha512", "asimd", "neon")
 
 def _cpuinfo() -> tuple[str, list[str]]:
     """CPU model and its crypto-relevant flags, from /proc/cpuinfo where there is one."""
-    model, flags = platform.processor() or platform.machine(), set()
+    model = platform.processor() or platform.machine()
+    flags: set[str] = set()
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             text = f.read()

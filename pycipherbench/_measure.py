@@ -209,7 +209,9 @@ def measure(
     if not isinstance(hw_aes, bool):
         raise TypeError(f"hw_aes must be a bool, not {type(hw_aes).__name__}")
     if hw_aes:
-        return Measurement._from_raw(_core.measure(transformation, **kwargs))
+        raw = _core.measure(transformation, **kwargs)
+        assert raw is not None  # only check_only=True returns None
+        return Measurement._from_raw(raw)
     # Validate in-process first, so bad input fails fast with the same message.
     _core.measure(transformation, **kwargs, check_only=True)
     from ._hwaes import run_masked

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from ._machine import machine
-from ._measure import Measurement, measure
+from ._measure import Measurement, Op, measure
 
 # The seed article's table, in its order (003: "Speed Test of 10MB Data Enc/Decryption").
 SPEED_GROUPS: list[tuple[str, list[str]]] = [
@@ -63,7 +63,7 @@ def _payload_label(n: int) -> str:
 
 def run_speed(payload: int, quick: bool, hw_aes: bool) -> list[Measurement]:
     names = [n for _, group in SPEED_GROUPS for n in group]
-    jobs = [(n, op) for n in names for op in ("enc", "dec")]
+    jobs: list[tuple[str, Op]] = [(n, op) for n in names for op in ("enc", "dec")]
     timing: dict[str, Any] = (
         dict(min_time=0.01, repeats=3, warmup=0.0) if quick else dict(min_time=0.1, repeats=7)
     )
@@ -102,10 +102,11 @@ def format_speed(results: list[Measurement], payload: int) -> str:
     aes = by_key[(RATIO_AES, "enc")]
     for tea_name in RATIO_TEAS:
         tea = by_key[(tea_name, "enc")]
+        ratio = aes.kb_per_ms / tea.kb_per_ms
+        verdict = f"AES is {ratio:.1f}x faster" if ratio >= 1 else f"TEA is {1 / ratio:.1f}x faster"
         lines.append(
-            f"# TEA:AES = {tea.kb_per_ms:.1f}:{aes.kb_per_ms:.1f} -> AES is "
-            f"{aes.kb_per_ms / tea.kb_per_ms:.1f}x faster ({RATIO_AES} vs {tea_name}, ENC, "
-            f"{tea.rounds} cycles)"
+            f"# TEA:AES = {tea.kb_per_ms:.1f}:{aes.kb_per_ms:.1f} -> {verdict} "
+            f"({RATIO_AES} vs {tea_name}, ENC, {tea.rounds} cycles)"
         )
     fp = results[0].machine
     hw = "on" if results[0].hw_aes else f"OFF ({results[0].hw_mask})"
