@@ -14,8 +14,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Runs n operations; returns 0, or -1 after recording its own error. */
-typedef int (*pcb_run_fn)(void *arg, uint64_t n);
+/*
+ * Runs n operations; returns 0, or -1 after recording its own error.
+ * A function whose operations need untimed set-up between them (deleting a
+ * file before each cold open, say) times itself: it sets *self_ns to the
+ * nanoseconds spent in the operations proper. Others leave it alone and the
+ * engine's clock reads around the call count.
+ */
+typedef int (*pcb_run_fn)(void *arg, uint64_t n, uint64_t *self_ns);
 
 typedef struct {
     uint64_t min_time_ns; /* a sample lasts at least this long */
