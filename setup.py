@@ -61,6 +61,11 @@ setup(
             "pycipherbench._core",
             sources=[
                 "csrc/pcb_module.c",
+                "csrc/pcb_store_py.c",
+                "csrc/pcb_store.c",
+                "csrc/pcb_store_bench.c",
+                "csrc/pcb_prefs_xml.c",
+                "csrc/pcb_b64.c",
                 "csrc/pcb_kernels.c",
                 "csrc/pcb_siv.c",
                 "csrc/pcb_tea.c",
@@ -68,6 +73,11 @@ setup(
             ],
             depends=[
                 "csrc/pcb_kernels.h",
+                "csrc/pcb_module.h",
+                "csrc/pcb_store.h",
+                "csrc/pcb_store_bench.h",
+                "csrc/pcb_prefs_xml.h",
+                "csrc/pcb_b64.h",
                 "csrc/pcb_siv.h",
                 "csrc/pcb_tea.h",
                 "csrc/pcb_timing.h",

@@ -43,12 +43,17 @@ typedef enum {
     PCB_E_UNSUPPORTED, /* UnsupportedCipherError */
     PCB_E_DECRYPT,     /* DecryptionError */
     PCB_E_OPENSSL,     /* OpenSSLError, with OpenSSL's reason text */
-    PCB_E_MEMORY       /* MemoryError */
+    PCB_E_MEMORY,      /* MemoryError */
+    PCB_E_OS,          /* OSError with os_errno */
+    PCB_E_PERMISSION,  /* PermissionError */
+    PCB_E_FORMAT,      /* store.StoreFormatError */
+    PCB_E_RESERVED     /* store.ReservedNameError */
 } pcb_err;
 
 typedef struct {
     pcb_err code;
-    char msg[384];
+    int os_errno; /* PCB_E_OS */
+    char msg[480];
 } pcb_status;
 
 /* Sets st and returns 0: `return pcb_fail(st, PCB_E_VALUE, "...", ...);` */

@@ -17,6 +17,7 @@
 #include <openssl/rand.h>
 
 #include "pcb_kernels.h"
+#include "pcb_module.h"
 #include "pcb_tea.h"
 #include "pcb_timing.h"
 
@@ -31,22 +32,12 @@
 #define PCB_COMPILER "unknown"
 #endif
 
-typedef struct {
-    pcb_evp_cache cache;
-    int cache_ready;
-    pcb_tea_impl tea_impl;
-    PyObject *CipherBenchError;
-    PyObject *DecryptionError;
-    PyObject *UnsupportedCipherError;
-    PyObject *OpenSSLError;
-} module_state;
-
 static inline module_state *get_state(PyObject *module)
 {
     return (module_state *)PyModule_GetState(module);
 }
 
-static PyObject *raise_status(module_state *ms, const pcb_status *st)
+PyObject *pcb_raise_status(module_state *ms, const pcb_status *st)
 {
     PyObject *type;
     switch (st->code) {
@@ -54,12 +45,26 @@ static PyObject *raise_status(module_state *ms, const pcb_status *st)
     case PCB_E_UNSUPPORTED: type = ms->UnsupportedCipherError; break;
     case PCB_E_DECRYPT: type = ms->DecryptionError; break;
     case PCB_E_OPENSSL: type = ms->OpenSSLError; break;
+    case PCB_E_FORMAT: type = ms->StoreFormatError; break;
+    case PCB_E_RESERVED: type = ms->ReservedNameError; break;
+    case PCB_E_PERMISSION: type = PyExc_PermissionError; break;
     case PCB_E_MEMORY: return PyErr_NoMemory();
+    case PCB_E_OS: {
+        /* OSError(errno, message) picks the right subclass (FileNotFoundError, ...). */
+        PyObject *args = Py_BuildValue("(is)", st->os_errno, st->msg);
+        if (args != NULL) {
+            PyErr_SetObject(PyExc_OSError, args);
+            Py_DECREF(args);
+        }
+        return NULL;
+    }
     default: type = PyExc_ValueError; break;
     }
     PyErr_SetString(type, st->msg);
     return NULL;
 }
+
+#define raise_status pcb_raise_status
 
 /* ------------------------------------------------------ argument helpers */
 
@@ -703,6 +708,8 @@ static int core_exec(PyObject *module)
         return -1;
     }
     ms->cache_ready = 1;
+    if (pcb_store_py_exec(module, ms) < 0)
+        return -1;
 
     if (PyModule_AddStringConstant(module, "OPENSSL_VERSION", OpenSSL_version(OPENSSL_VERSION)) < 0
         || PyModule_AddStringConstant(module, "OPENSSL_BUILD_VERSION", OPENSSL_VERSION_TEXT) < 0
@@ -722,7 +729,7 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(ms->DecryptionError);
     Py_VISIT(ms->UnsupportedCipherError);
     Py_VISIT(ms->OpenSSLError);
-    return 0;
+    return pcb_store_py_traverse(ms, visit, arg);
 }
 
 static int core_clear(PyObject *module)
@@ -732,6 +739,7 @@ static int core_clear(PyObject *module)
     Py_CLEAR(ms->DecryptionError);
     Py_CLEAR(ms->UnsupportedCipherError);
     Py_CLEAR(ms->OpenSSLError);
+    pcb_store_py_clear(ms);
     return 0;
 }
 

@@ -43,6 +43,9 @@ class Measurement:
     impl: str | None = None
     hw_mask: str | None = None
     machine: dict[str, Any] = field(default_factory=machine)
+    #: Workload-specific results (store benchmarks: parameters, stage
+    #: breakdown, footprint, durable times of apply).
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def _from_raw(cls, raw: dict[str, Any], *, hw_aes: bool = True,
@@ -95,7 +98,7 @@ class Measurement:
     @property
     def cycles_per_byte(self) -> float | None:
         """Median TSC ticks per byte (reference ticks, not core cycles); None without a TSC."""
-        if self.tsc_samples is None:
+        if self.tsc_samples is None or self.payload <= 0:
             return None
         return float(np.median(self.tsc_samples)) / self.payload
 
@@ -117,6 +120,7 @@ class Measurement:
             "samples": self.samples.tolist(),
             "tsc_samples": None if self.tsc_samples is None else self.tsc_samples.tolist(),
             "machine": self.machine,
+            "extra": self.extra,
         }
 
     def to_json(self) -> str:

@@ -1,0 +1,108 @@
+/*
+ * pcb_store.h — the encrypted key-value store: EncryptedSharedPreferences'
+ * format and semantics, and the plain SharedPreferences baseline.
+ *
+ * Owns: the in-memory map (open addressing over an arena, laid out so a
+ * lookup touches few cache lines), the entry crypto (AES-SIV names,
+ * AES-GCM/ChaCha20-Poly1305 values, keysets sealed under a master key), the
+ * master key (a 0600 file or scrypt from a passphrase), loading, atomic
+ * commits (temporary file, fsync, rename, directory fsync), apply()'s
+ * background writer thread, rotation, a decrypted read-through cache, the
+ * "faithful" mode that repeats ESP's per-call work, and the stage clocks and
+ * heap accounting the benchmarks read. No Python: every call takes a
+ * pcb_status and may run without the GIL. Thread-safe: one mutex guards the
+ * map and keys, another serializes file writes.
+ *
+ * Values cross this API in ESP's plaintext serialization: a big-endian int32
+ * type id (pcb_pref_type) followed by the payload (string: int32 length +
+ * UTF-8; string set: per member int32 length + bytes; int: int32; long:
+ * int64; float: IEEE float32; boolean: one byte), all big-endian.
+ */
+#ifndef PCB_STORE_H
+#define PCB_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pcb_kernels.h"
+#include "pcb_prefs_xml.h"
+
+typedef enum { PCB_KEYENC_NONE = 0, PCB_KEYENC_SIV = 1 } pcb_key_encryption;
+typedef enum { PCB_VALENC_NONE = 0, PCB_VALENC_GCM = 1, PCB_VALENC_CHACHA = 2 } pcb_value_encryption;
+typedef enum { PCB_LAYOUT_ENTRIES = 0, PCB_LAYOUT_FILE = 1 } pcb_layout;
+
+typedef struct {
+    int encrypted;                 /* 0: the plain SharedPreferences baseline */
+    pcb_key_encryption key_enc;
+    pcb_value_encryption value_enc;
+    pcb_layout layout;
+    int cache;                     /* decrypted read-through cache */
+    int faithful;                  /* repeat ESP's per-call work */
+    const char *master_key_file;   /* exactly one of these two when encrypted */
+    const char *passphrase;
+    size_t passphrase_len;
+    uint64_t scrypt_n;             /* cost for a new passphrase file (0: default 2^15) */
+} pcb_store_options;
+
+/* Where time goes in put/get, accumulated while stage clocks are on. */
+typedef enum {
+    PCB_STAGE_SIV, PCB_STAGE_NONCE, PCB_STAGE_AEAD, PCB_STAGE_BASE64,
+    PCB_STAGE_LOOKUP, PCB_STAGE_IO, PCB_STAGE_COUNT
+} pcb_stage;
+
+typedef struct pcb_store pcb_store;
+typedef struct pcb_edit pcb_edit;
+
+/* Opens (creating if absent) the store at path. *created_key (may be NULL)
+ * is set when this open generated the master key and keysets. */
+pcb_store *pcb_store_open(const char *path, const pcb_store_options *opt,
+                          const pcb_evp_cache *cache, int *created_key, pcb_status *st);
+/* Waits for pending writes, wipes keys and frees. Returns 1, or 0 if a
+ * background write had failed (st set); the store is freed either way. */
+int pcb_store_close(pcb_store *s, pcb_status *st);
+
+/* The value of name: *found = 0 if absent. out gets the plaintext
+ * serialization (it is reset first). Returns 1, or 0 with st set. */
+int pcb_store_get(pcb_store *s, const char *name, size_t name_len, pcb_buf *out,
+                  int *found, pcb_status *st);
+int pcb_store_contains(pcb_store *s, const char *name, size_t name_len, int *found,
+                       pcb_status *st);
+size_t pcb_store_count(pcb_store *s);
+
+/* Calls fn for every entry with its plain name and plaintext serialization;
+ * fn returns 0 to go on. Returns 1, or 0 with st set (or if fn stopped). */
+typedef int (*pcb_store_entry_fn)(void *arg, const char *name, size_t name_len,
+                                  const uint8_t *value, size_t value_len);
+int pcb_store_all(pcb_store *s, pcb_store_entry_fn fn, void *arg, pcb_status *st);
+
+/* Editors: puts are encrypted at once (as ESP's Editor does), applied to
+ * memory and disk at commit. */
+pcb_edit *pcb_edit_new(pcb_store *s, pcb_status *st);
+int pcb_edit_put(pcb_edit *e, const char *name, size_t name_len, const uint8_t *value,
+                 size_t value_len, pcb_status *st);
+int pcb_edit_remove(pcb_edit *e, const char *name, size_t name_len, pcb_status *st);
+void pcb_edit_clear(pcb_edit *e);
+/* sync = 1: commit() — written and durable on return. sync = 0: apply() —
+ * memory now, disk on the writer thread. The editor is emptied either way. */
+int pcb_edit_commit(pcb_edit *e, int sync, pcb_status *st);
+void pcb_edit_free(pcb_edit *e);
+
+/* Waits until every applied change is on disk. */
+int pcb_store_flush(pcb_store *s, pcb_status *st);
+
+/* Re-encrypts everything under new keysets, and under a new master key when
+ * new_opt names one (NULL: keep it); atomic like commit. */
+int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status *st);
+
+/* Heap bytes the store holds (its own allocations) and the file's size. */
+size_t pcb_store_heap_bytes(pcb_store *s);
+uint64_t pcb_store_disk_bytes(pcb_store *s);
+
+/* Stage clocks: on/off, and read-and-reset of the accumulated ns. */
+void pcb_store_stage_clocks(pcb_store *s, int on);
+void pcb_store_take_stages(pcb_store *s, uint64_t ns[PCB_STAGE_COUNT]);
+
+/* 1 if name is one of ESP's reserved keyset names. */
+int pcb_store_is_reserved(const char *name, size_t name_len);
+
+#endif /* PCB_STORE_H */
