@@ -761,6 +761,7 @@ static int read_whole_file(const char *path, char **data, size_t *len, int *miss
         n += (size_t)r;
     }
     close(fd);
+    buf[n] = '\0'; /* the loop leaves n < cap: text readers may use string functions */
     *data = buf;
     *len = n;
     return 1;
@@ -2386,9 +2387,14 @@ int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status 
 size_t pcb_store_heap_bytes(pcb_store *s)
 {
     lock(s);
+    /* Our own allocations by capacity; OpenSSL's contexts (key schedules,
+     * GHASH tables) are estimated at ~1 KiB each (they are not ours to count). */
+    const size_t evp_ctx = 1024;
     size_t n = sizeof *s + map_heap_bytes(&s->map) + map_heap_bytes(&s->plain_cache)
-               + s->scratch.cap + (s->siv_ready ? 2 * 1024 : 0) /* two EVP contexts, roughly */
-               + (s->value.enc ? 2 * 1024 : 0) + strlen(s->path) * 3;
+               + s->scratch.cap + s->keyset_text[0].cap + s->keyset_text[1].cap
+               + (s->siv_ready ? 2 * evp_ctx : 0) + (s->value.enc ? 2 * evp_ctx : 0)
+               + (s->master_ctx.enc ? 2 * evp_ctx : 0)
+               + strlen(s->path) + strlen(s->dir) + strlen(s->store_name) + strlen(s->scrypt_path) + 4;
     unlock(s);
     return n;
 }
