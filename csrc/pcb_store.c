@@ -2061,10 +2061,46 @@ static int encode_op(pcb_store *s, pcb_buf *ops, int kind, const char *name, siz
     return ok;
 }
 
+/* Names and strings that reach the XML file as text must not hold U+0000:
+ * XML cannot represent it, so the file could never be read back. */
+static int name_is_plain_text(const pcb_store *s)
+{
+    return !s->opt.encrypted || s->opt.key_enc == PCB_KEYENC_NONE || s->opt.layout == PCB_LAYOUT_FILE;
+}
+
+static int check_xml_name(const pcb_store *s, const char *name, size_t nl, pcb_status *st)
+{
+    if (name_is_plain_text(s) && memchr(name, 0, nl) != NULL)
+        return pcb_fail(st, PCB_E_VALUE, "this store keeps names as XML text, which cannot hold "
+                        "the character U+0000 (NUL); remove it from the name");
+    return 1;
+}
+
+static int check_xml_value(const pcb_store *s, const uint8_t *v, size_t vl, pcb_status *st)
+{
+    if ((s->opt.encrypted && s->opt.layout == PCB_LAYOUT_ENTRIES) || vl < 4)
+        return 1; /* values are Base64 in the file */
+    uint32_t type = be32(v);
+    if (type != PCB_PREF_STRING && type != PCB_PREF_STRING_SET)
+        return 1;
+    /* a string is one length-prefixed run, a set several: the same walk */
+    for (size_t off = 4; off + 4 <= vl;) {
+        size_t n = be32(v + off);
+        if (n > vl - off - 4)
+            break;
+        if (memchr(v + off + 4, 0, n) != NULL)
+            return pcb_fail(st, PCB_E_VALUE, "this store keeps strings as XML text, which cannot "
+                            "hold the character U+0000 (NUL); remove it from the value");
+        off += 4 + n;
+    }
+    return 1;
+}
+
 int pcb_edit_put(pcb_edit *e, const char *name, size_t nl, const uint8_t *value, size_t vl,
                  pcb_status *st)
 {
-    if (!check_name(e->s, name, nl, st))
+    if (!check_name(e->s, name, nl, st) || !check_xml_name(e->s, name, nl, st)
+        || !check_xml_value(e->s, value, vl, st))
         return 0;
     if (nl > (1u << 28) || vl > (1u << 30))
         return pcb_fail(st, PCB_E_VALUE, "entry too large (names up to 256 MiB, values up to 1 GiB)");
@@ -2080,6 +2116,8 @@ int pcb_edit_remove(pcb_edit *e, const char *name, size_t nl, pcb_status *st)
 {
     if (!check_name(e->s, name, nl, st))
         return 0;
+    if (name_is_plain_text(e->s) && memchr(name, 0, nl) != NULL)
+        return 1; /* no such entry can exist */
     pcb_store *s = e->s;
     lock(s);
     int ok = encode_op(s, &e->ops, OP_REMOVE, name, nl, NULL, 0, st); /* ESP encrypts the key */

@@ -36,11 +36,24 @@ def masked_environment() -> tuple[dict[str, str], str]:
     raise NotImplementedError(f"hw_aes=False is not supported on {platform.machine()}")
 
 
+def python_command(module: str, *args: str) -> list[str]:
+    """argv for ``python -m module args`` that imports this very pycipherbench.
+
+    Plain ``-m`` puts the current directory first on sys.path, so a child
+    started from a source checkout would import the checkout (which has no
+    compiled _core) instead of the installed package the parent runs.
+    """
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = (f"import runpy, sys; sys.path.insert(0, {root!r}); "
+            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+    return [sys.executable, "-c", code, *args]
+
+
 def run_masked(calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[dict[str, Any]], str]:
     """Runs each (function name in _core, kwargs) in one masked child; returns results and the mask."""
     env, mask = masked_environment()
     proc = subprocess.run(
-        [sys.executable, "-m", "pycipherbench._hwaes"],
+        python_command("pycipherbench._hwaes"),
         input=json.dumps(calls), capture_output=True, text=True, env=env, check=False,
     )
     if proc.returncode != 0:

@@ -128,10 +128,10 @@ def cmd_speed(args: argparse.Namespace) -> int:
     hw_masked = getattr(args, "hw_masked_child", False)
     if args.no_hw_aes and not hw_masked:
         # OpenSSL reads its CPU mask at start-up: rerun this command in a masked child.
-        from ._hwaes import masked_environment
+        from ._hwaes import masked_environment, python_command
 
         env, _ = masked_environment()
-        argv = [sys.executable, "-m", "pycipherbench.cli", *sys.argv[1:], HIDDEN_MASKED_FLAG]
+        argv = python_command("pycipherbench.cli", *sys.argv[1:], HIDDEN_MASKED_FLAG)
         return subprocess.run(argv, env=env, check=False).returncode
     results = run_speed(payload, args.quick, hw_aes=not hw_masked)
     print(format_speed(results, payload))

@@ -10,13 +10,14 @@ import sys
 import pytest
 
 from pycipherbench import cli
+from pycipherbench._hwaes import python_command
 
 LINE = re.compile(r"^\* \[(?P<name>[^\]]+)\] (?P<op>ENC|DEC): (?P<rate>\d+\.\d) KB/ms$")
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pycipherbench.cli", *args],
+        python_command("pycipherbench.cli", *args),
         capture_output=True, text=True, timeout=600, check=False,
     )
 

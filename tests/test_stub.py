@@ -226,7 +226,9 @@ def test_stubtest():
         pytest.skip("mypy is not installed")
     r = subprocess.run(
         [sys.executable, "-m", "mypy.stubtest", "pycipherbench._core"],
-        cwd=REPO,
+        # from the directory holding the imported package: a source checkout
+        # as cwd would shadow the installed, compiled one
+        cwd=Path(pycipherbench.__file__).resolve().parent.parent,
         capture_output=True,
         text=True,
         timeout=300,
