@@ -221,14 +221,27 @@ def test_stub_class_members_exist():
     assert not problems, problems
 
 
-def test_stubtest():
+def _stubtest_cwd(tmp_path: Path) -> Path:
+    """Where stubtest must run to see the package this process imported.
+
+    A source checkout (in-place build) is found from its own root; an
+    installed package from anywhere but the checkout, whose uncompiled copy
+    would shadow it, and not from site-packages itself, where mypy mistakes
+    every installed module for user code.
+    """
+    import site
+
+    parent = Path(pycipherbench.__file__).resolve().parent.parent
+    site_dirs = {Path(p).resolve() for p in site.getsitepackages() + [site.getusersitepackages()]}
+    return tmp_path if parent in site_dirs else parent
+
+
+def test_stubtest(tmp_path):
     if importlib.util.find_spec("mypy") is None:
         pytest.skip("mypy is not installed")
     r = subprocess.run(
         [sys.executable, "-m", "mypy.stubtest", "pycipherbench._core"],
-        # from the directory holding the imported package: a source checkout
-        # as cwd would shadow the installed, compiled one
-        cwd=Path(pycipherbench.__file__).resolve().parent.parent,
+        cwd=_stubtest_cwd(tmp_path),
         capture_output=True,
         text=True,
         timeout=300,
