@@ -590,9 +590,17 @@ static int seal_value(pcb_store *s, const uint8_t *aad, size_t aad_len, const ui
                       size_t len, pcb_buf *out, pcb_status *st)
 {
     out->len = 0;
-    if (!s->opt.encrypted || s->opt.value_enc == PCB_VALENC_NONE || s->opt.layout == PCB_LAYOUT_FILE) {
+    if (!s->opt.encrypted || s->opt.layout == PCB_LAYOUT_FILE
+        || (s->opt.value_enc == PCB_VALENC_NONE && !s->opt.faithful)) {
         pcb_buf_append(out, (const char *)pt, len);
         return !out->failed || oom(st);
+    }
+    if (s->opt.value_enc == PCB_VALENC_NONE) { /* faithful records hold the file's Base64 text */
+        char *p = pcb_buf_reserve(out, pcb_b64_encoded_len(len) + 1);
+        if (p == NULL)
+            return oom(st);
+        out->len = pcb_b64_encode(pt, len, p);
+        return 1;
     }
     const size_t blob_len = PREFIX_LEN + NONCE_LEN + len + TAG_LEN;
     uint8_t *blob = malloc(blob_len), nonce[NONCE_LEN];
@@ -644,7 +652,9 @@ static int open_value(pcb_store *s, const rec_header *r, const uint8_t *aad, siz
     uint8_t *decoded = NULL;
     char who[64];
     out->len = 0;
-    if (!s->opt.encrypted || s->opt.value_enc == PCB_VALENC_NONE || s->opt.layout == PCB_LAYOUT_FILE) {
+    const int plain = !s->opt.encrypted || s->opt.layout == PCB_LAYOUT_FILE
+                      || s->opt.value_enc == PCB_VALENC_NONE;
+    if (plain && !(s->opt.faithful && s->opt.encrypted && s->opt.layout == PCB_LAYOUT_ENTRIES)) {
         if (r->name_len & BAD_BIT)
             goto bad_encoding;
         pcb_buf_append(out, (const char *)v, vl);
@@ -663,6 +673,11 @@ static int open_value(pcb_store *s, const rec_header *r, const uint8_t *aad, siz
         }
         v = decoded;
         vl = n;
+        if (plain) { /* value_encryption='none': the Base64 text was all there was */
+            pcb_buf_append(out, (const char *)v, vl);
+            free(decoded);
+            return !out->failed || oom(st);
+        }
     } else if (r->name_len & BAD_BIT) {
         goto bad_encoding;
     }
@@ -837,6 +852,40 @@ static int atomic_write(const char *path, const char *dir, const char *data, siz
     return 1;
 }
 
+/* Like atomic_write, but never replaces an existing file: the new file is
+ * linked into place, which fails if another process created it first
+ * (then *exists = 1 and nothing is written). */
+static int atomic_create(const char *path, const char *dir, const char *data, size_t len,
+                         mode_t mode, int *exists, pcb_status *st)
+{
+    char tmp[PATH_MAX + 64];
+    unsigned long long r;
+    *exists = 0;
+    RAND_bytes((unsigned char *)&r, sizeof r);
+    tmp_name_of(path, tmp, sizeof tmp, r);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0)
+        return os_fail(st, "cannot create %s", tmp);
+    int ok = write_all(fd, data, len) && fsync(fd) == 0;
+    int err = errno;
+    close(fd);
+    if (ok && link(tmp, path) != 0) {
+        err = errno;
+        if (err == EEXIST)
+            *exists = 1;
+        else
+            ok = 0;
+    }
+    unlink(tmp);
+    if (!ok) {
+        errno = err;
+        return os_fail(st, "cannot create %s", path);
+    }
+    if (!*exists && !fsync_dir(dir))
+        return os_fail(st, "cannot sync directory %s", dir);
+    return 1;
+}
+
 /* Removes temporary files a crash left behind for this store. */
 static void remove_stale_tmp(const char *path, const char *dir)
 {
@@ -915,12 +964,19 @@ static int master_from_file(pcb_store *s, const char *path, int may_create,
         char *dir = dir_of(path);
         if (dir == NULL)
             return oom(st);
-        int ok = atomic_write(path, dir, (const char *)key, MASTER_KEY_LEN, 0600, st);
+        int exists = 0;
+        int ok = atomic_create(path, dir, (const char *)key, MASTER_KEY_LEN, 0600, &exists, st);
         free(dir);
         if (!ok)
             return 0;
-        *created = 1;
-        return 1;
+        if (!exists) {
+            *created = 1;
+            return 1;
+        }
+        /* Another store created it first: use that key. */
+        OPENSSL_cleanse(key, MASTER_KEY_LEN);
+        if (stat(path, &sb) != 0)
+            return os_fail(st, "cannot stat master key file %s", path);
     }
     if (!S_ISREG(sb.st_mode)) {
         errno = S_ISDIR(sb.st_mode) ? EISDIR : EINVAL;
@@ -1727,6 +1783,18 @@ pcb_store *pcb_store_open(const char *path, const pcb_store_options *opt,
     memcpy(s->scrypt_path + pl, ".scrypt", 8);
     if (bl == 0) {
         pcb_fail(st, PCB_E_VALUE, "store path %s has no file name", path);
+        store_free(s);
+        return NULL;
+    }
+    /* Fail here, not at the first commit, and before any key file is made. */
+    struct stat dir_sb;
+    int dir_ok = stat(s->dir, &dir_sb) == 0;
+    if (dir_ok && !S_ISDIR(dir_sb.st_mode)) {
+        errno = ENOTDIR;
+        dir_ok = 0;
+    }
+    if (!dir_ok) {
+        os_fail(st, "the store's directory %s is not usable", s->dir);
         store_free(s);
         return NULL;
     }
