@@ -716,12 +716,17 @@ bad_encoding:
 
 /* ---------------------------------------------------------- file I/O */
 
-static int read_whole_file(const char *path, char **data, size_t *len, int *missing, pcb_status *st)
+/* Reads a regular file of at most max_len bytes (larger ones are refused
+ * from their size, before any reading). */
+static int read_whole_file(const char *path, size_t max_len, const char *what, char **data,
+                           size_t *len, int *missing, pcb_status *st)
 {
     *data = NULL;
     *len = 0;
     *missing = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is then
+     * refused as not a regular file (the flag means nothing for those). */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENOENT) {
             *missing = 1;
@@ -739,10 +744,10 @@ static int read_whole_file(const char *path, char **data, size_t *len, int *miss
         errno = S_ISDIR(sb.st_mode) ? EISDIR : EINVAL;
         return os_fail(st, "%s is not a regular file", path);
     }
-    if ((uint64_t)sb.st_size > MAX_FILE) {
+    if ((uint64_t)sb.st_size > max_len) {
         close(fd);
-        return pcb_fail(st, PCB_E_FORMAT, "%s is %lld bytes, larger than a store may be (4 GiB)",
-                        path, (long long)sb.st_size);
+        return pcb_fail(st, PCB_E_FORMAT, "%s is %lld bytes, larger than %s may be (%zu bytes)",
+                        path, (long long)sb.st_size, what, max_len);
     }
     size_t cap = (size_t)sb.st_size + 1, n = 0;
     char *buf = malloc(cap);
@@ -752,6 +757,11 @@ static int read_whole_file(const char *path, char **data, size_t *len, int *miss
     }
     for (;;) {
         if (n == cap) { /* the file grew under us */
+            if (n > max_len) {
+                wipe_free(buf, cap);
+                close(fd);
+                return pcb_fail(st, PCB_E_FORMAT, "%s grew past the %zu bytes it may hold", path, max_len);
+            }
             char *bigger = malloc(cap * 2);
             if (bigger == NULL) {
                 wipe_free(buf, cap);
@@ -990,7 +1000,10 @@ static int master_from_file(pcb_store *s, const char *path, int may_create,
     char *data;
     size_t len;
     int missing;
-    if (!read_whole_file(path, &data, &len, &missing, st))
+    if (sb.st_size != MASTER_KEY_LEN) /* refused from its size, unread */
+        return pcb_fail(st, PCB_E_FORMAT, "master key file %s must hold exactly 32 bytes, holds %lld",
+                        path, (long long)sb.st_size);
+    if (!read_whole_file(path, MASTER_KEY_LEN, "a master key", &data, &len, &missing, st))
         return 0;
     if (missing) {
         errno = ENOENT;
@@ -1057,7 +1070,7 @@ static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MAST
     uint8_t salt[16];
     uint64_t n = s->opt.scrypt_n ? s->opt.scrypt_n : DEFAULT_SCRYPT_N, r = 8, p = 1;
     *created = 0;
-    if (!read_whole_file(s->scrypt_path, &data, &len, &missing, st))
+    if (!read_whole_file(s->scrypt_path, 4096, "a scrypt parameter file", &data, &len, &missing, st))
         return 0;
     if (missing && !may_create) {
         errno = ENOENT;
@@ -1543,19 +1556,17 @@ static int parse_into(pcb_store *s, load_ctx *c, const char *data, size_t len, c
     return rc == 0;
 }
 
-/* Loads the file's keysets with the master key, or creates keysets for a new store. */
-static int load_keys(pcb_store *s, load_ctx *c, int file_has_entries, int *created, pcb_status *st)
+/* Refuses a file whose keysets do not fit the options, before a master key
+ * may be created for it (a failed open leaves no new file behind). */
+static int check_keysets_present(pcb_store *s, load_ctx *c, int file_has_entries, pcb_status *st)
 {
     const int need[2] = {uses_key_keyset(s), uses_value_keyset(s)};
     const int have[2] = {c->keyset_hex[0] != NULL, c->keyset_hex[1] != NULL};
-    if (!need[0] && !need[1] && !have[0] && !have[1])
-        return 1; /* nothing encrypted: no keysets */
     if (!have[0] && !have[1]) {
         if (file_has_entries && (need[0] || need[1]))
             return pcb_fail(st, PCB_E_FORMAT, "%s has entries but no keysets: it was not written "
                             "by an encrypted store with these options", s->path);
-        *created = 1;
-        return new_keys(s, st);
+        return 1;
     }
     for (int k = 0; k < 2; k++)
         if (need[k] != have[k])
@@ -1564,6 +1575,21 @@ static int load_keys(pcb_store *s, load_ctx *c, int file_has_entries, int *creat
                             have[k] ? "has" : "lacks", k ? "value" : "key",
                             k ? (need[1] ? "value encryption" : "value_encryption='none'")
                               : (need[0] ? "key_encryption='siv'" : "key_encryption='none'"));
+    return 1;
+}
+
+/* Loads the file's keysets with the master key, or creates keysets for a new store. */
+static int load_keys(pcb_store *s, load_ctx *c, int file_has_entries, int *created, pcb_status *st)
+{
+    const int need[2] = {uses_key_keyset(s), uses_value_keyset(s)};
+    const int have[2] = {c->keyset_hex[0] != NULL, c->keyset_hex[1] != NULL};
+    if (!need[0] && !need[1] && !have[0] && !have[1])
+        return 1; /* nothing encrypted: no keysets */
+    (void)file_has_entries; /* checked by check_keysets_present */
+    if (!have[0] && !have[1]) {
+        *created = 1;
+        return new_keys(s, st);
+    }
     int rc[2] = {1, 1};
     if (need[0])
         rc[0] = open_keyset(s, c->keyset_hex[0], c->keyset_len[0], s->siv_kid, s->siv_key,
@@ -1605,7 +1631,7 @@ static int load(pcb_store *s, int *created, pcb_status *st)
     c.s = s;
     c.st = st;
     pcb_buf_init(&c.value);
-    if (!read_whole_file(s->path, &data, &len, &missing, st))
+    if (!read_whole_file(s->path, MAX_FILE, "a store (4 GiB)", &data, &len, &missing, st))
         return 0;
     ok = missing || parse_into(s, &c, data, len, "the store file");
     if (ok && s->opt.encrypted) {
@@ -1613,7 +1639,8 @@ static int load(pcb_store *s, int *created, pcb_status *st)
          * failed open never leaves a new key file behind. */
         int has_entries = s->map.live > 0 || c.sealed_text != NULL, created_master = 0;
         int has_keysets = c.keyset_hex[0] != NULL || c.keyset_hex[1] != NULL;
-        ok = load_master(s, !has_keysets, &created_master, st)
+        ok = check_keysets_present(s, &c, has_entries, st)
+             && load_master(s, !has_keysets, &created_master, st)
              && load_keys(s, &c, has_entries, created, st);
         *created |= created_master;
         if (ok && c.sealed_text != NULL) {

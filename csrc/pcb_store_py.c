@@ -290,6 +290,31 @@ static int choose(const char *what, const char *value, const char *const *names,
     return 0;
 }
 
+/* scrypt_n: 0 for the default, else a power of two in [2, 2**24]. */
+static int scrypt_arg(PyObject *obj, uint64_t *out)
+{
+    *out = 0;
+    if (obj == NULL)
+        return 1;
+    if (!PyLong_Check(obj) || PyBool_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "scrypt_n must be an int (0 for the default), not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return 0;
+    }
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return 0;
+    if (!overflow && v == 0)
+        return 1;
+    if (overflow || v < 2 || v > (1LL << 24) || (v & (v - 1))) {
+        PyErr_Format(PyExc_ValueError, "scrypt_n must be a power of two from 2 to 2**24, got %S", obj);
+        return 0;
+    }
+    *out = (uint64_t)v;
+    return 1;
+}
+
 /* path-like -> bytes (filesystem encoding); NULL object allowed if may_be_none. */
 static int fspath(PyObject *obj, PyObject **out)
 {
@@ -307,15 +332,20 @@ static PyObject *Store_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     PyObject *path_obj, *mk_obj = Py_None, *pw_obj = Py_None, *path = NULL, *mk = NULL;
     const char *keyenc = "siv", *valenc = "gcm", *layout = "entries";
     int encrypted = 1, cache = 0, faithful = 0, ke, ve, lo;
-    unsigned long long scrypt_n = 0;
+    PyObject *scrypt_obj = NULL;
+    uint64_t scrypt_n = 0;
     pcb_store_options opt;
     pcb_status st = {0};
     const char *pw = NULL;
     Py_ssize_t pw_len = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOpsspspK:Store", kwlist, &path_obj,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOpsspspO:Store", kwlist, &path_obj,
                                      &mk_obj, &pw_obj, &encrypted, &keyenc, &valenc, &cache,
-                                     &layout, &faithful, &scrypt_n))
+                                     &layout, &faithful, &scrypt_obj))
+        return NULL;
+    if (path_obj == Py_None)
+        return PyErr_Format(PyExc_TypeError, "path: expected str, bytes or os.PathLike object, not NoneType");
+    if (!scrypt_arg(scrypt_obj, &scrypt_n))
         return NULL;
     if (!choose("key_encryption", keyenc, keyenc_names, &ke)
         || !choose("value_encryption", valenc, valenc_names, &ve)
@@ -336,8 +366,6 @@ static PyObject *Store_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         if (pw_len == 0)
             return PyErr_Format(PyExc_ValueError, "passphrase must not be empty");
     }
-    if (scrypt_n && (scrypt_n < 2 || (scrypt_n & (scrypt_n - 1)) || scrypt_n > (1ull << 24)))
-        return PyErr_Format(PyExc_ValueError, "scrypt_n must be a power of two from 2 to 2**24");
     if (!encrypted && (mk_obj != Py_None || pw_obj != Py_None))
         return PyErr_Format(PyExc_ValueError, "a plain store (encrypted=False) takes no master key "
                             "or passphrase");
@@ -346,6 +374,10 @@ static PyObject *Store_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
                             "an encrypted store needs exactly one of master_key_file= or passphrase=");
     if (!fspath(path_obj, &path) || !fspath(mk_obj, &mk))
         goto fail;
+    if (mk != NULL && PyBytes_GET_SIZE(mk) == 0) {
+        PyErr_SetString(PyExc_ValueError, "master_key_file must name a file, not be empty");
+        goto fail;
+    }
     memset(&opt, 0, sizeof opt);
     opt.encrypted = encrypted;
     opt.key_enc = (pcb_key_encryption)ke;
@@ -562,12 +594,13 @@ static PyObject *Store_close(StoreObject *so, PyObject *Py_UNUSED(ignored))
 static PyObject *Store_rotate(StoreObject *so, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"master_key_file", "passphrase", "scrypt_n", NULL};
-    PyObject *mk_obj = Py_None, *pw_obj = Py_None, *mk = NULL;
-    unsigned long long scrypt_n = 0;
+    PyObject *mk_obj = Py_None, *pw_obj = Py_None, *mk = NULL, *scrypt_obj = NULL;
+    uint64_t scrypt_n = 0;
     pcb_store_options opt;
     pcb_status st = {0};
     int ok;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOK:rotate", kwlist, &mk_obj, &pw_obj, &scrypt_n))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOO:rotate", kwlist, &mk_obj, &pw_obj, &scrypt_obj)
+        || !scrypt_arg(scrypt_obj, &scrypt_n))
         return NULL;
     if (mk_obj != Py_None && pw_obj != Py_None)
         return PyErr_Format(PyExc_ValueError, "rotate takes at most one of master_key_file= and passphrase=");
@@ -592,6 +625,10 @@ static PyObject *Store_rotate(StoreObject *so, PyObject *args, PyObject *kwargs)
     }
     if (!fspath(mk_obj, &mk))
         return NULL;
+    if (mk != NULL && PyBytes_GET_SIZE(mk) == 0) {
+        Py_DECREF(mk);
+        return PyErr_Format(PyExc_ValueError, "master_key_file must name a file, not be empty");
+    }
     opt.master_key_file = mk ? PyBytes_AS_STRING(mk) : NULL;
     opt.scrypt_n = scrypt_n;
     pcb_store *s = acquire(so);

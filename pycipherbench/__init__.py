@@ -7,6 +7,7 @@ samples as NumPy arrays and the machine they were taken on.
 >>> import pycipherbench as pcb
 >>> m = pcb.measure("AES/GCM/NoPadding", payload=16384)      # doctest: +SKIP
 >>> ct = pcb.encrypt("AES/GCM/NoPadding", key, data, iv=iv)   # doctest: +SKIP
+>>> r = pcb.sweep("cipher", transformation=["AES/GCM/NoPadding"], payload=[16, 4096])  # doctest: +SKIP
 """
 
 from ._core import (
@@ -20,6 +21,8 @@ from ._core import (
 )
 from ._machine import machine
 from ._measure import Measurement, measure
+from .results import Results, load_results
+from .sweep import sweep
 
 __version__ = "0.1.0"
 
@@ -28,11 +31,14 @@ __all__ = [
     "DecryptionError",
     "Measurement",
     "OpenSSLError",
+    "Results",
     "UnsupportedCipherError",
     "ciphers",
     "decrypt",
     "encrypt",
+    "load_results",
     "machine",
     "measure",
+    "sweep",
     "__version__",
 ]

@@ -253,7 +253,7 @@ def open(  # noqa: A001 - the module's verb, as in io.open
     for flag, value in (("encrypted", encrypted), ("cache", cache), ("faithful", faithful)):
         if not isinstance(value, bool):
             raise TypeError(f"{flag} must be a bool, not {type(value).__name__}")
-    options = dict(encrypted=encrypted, key_encryption=key_encryption,
+    options: dict[str, Any] = dict(encrypted=encrypted, key_encryption=key_encryption,
                    value_encryption=value_encryption, cache=cache, layout=layout,
                    faithful=faithful)
     store = _core.Store(path, master_key_file=master_key_file, passphrase=passphrase,
@@ -313,8 +313,10 @@ def bench(
         cache=cache, layout=layout, faithful=faithful, passphrase=passphrase, stages=stages,
         min_time=min_time, repeats=repeats, warmup=-1.0 if warmup is None else warmup,
     )
-    if not isinstance(hw_aes, bool):
-        raise TypeError(f"hw_aes must be a bool, not {type(hw_aes).__name__}")
+    for flag, value in (("encrypted", encrypted), ("cache", cache), ("faithful", faithful),
+                        ("passphrase", passphrase), ("stages", stages), ("hw_aes", hw_aes)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{flag} must be a bool, not {type(value).__name__}")
     _core.store_bench(workload, **params, check_only=True)  # fail fast on bad input
     if directory is not None and not os.path.isdir(directory):
         raise NotADirectoryError(f"directory={os.fspath(directory)!r} is not an existing directory")
