@@ -97,6 +97,12 @@ typedef int (*pcb_pref_entry_fn)(void *arg, const pcb_pref_entry *e);
 int pcb_prefs_parse(const char *data, size_t len, pcb_pref_entry_fn fn, void *arg,
                     char *err, size_t err_len);
 
+/* pcb_prefs_parse without its duplicate-name check, for a caller that finds
+ * duplicates itself (the store's map does): it saves a copy of every name. */
+#define PCB_PREFS_ALLOW_DUPLICATES 1u
+int pcb_prefs_parse_flags(const char *data, size_t len, unsigned flags, pcb_pref_entry_fn fn,
+                          void *arg, char *err, size_t err_len);
+
 /* A growable output buffer the writer appends to. */
 typedef struct {
     char *data;

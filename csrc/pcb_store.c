@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -76,13 +77,16 @@ typedef struct {
     size_t live, tombs;
     uint8_t *arena;
     size_t arena_len, arena_cap, garbage;
+    uint64_t seed; /* of the hash */
+    int secret;    /* holds plaintext: wiped before its memory is released */
 } pcb_map;
 
-static uint64_t hash_bytes(const uint8_t *p, size_t n)
+static uint64_t hash_bytes(uint64_t seed, const uint8_t *p, size_t n)
 {
-    /* A small multiply-xorshift hash (murmur-style), 8 bytes a step. */
+    /* A small multiply-xorshift hash (murmur-style), 8 bytes a step, seeded
+     * per map so that a crafted file cannot line its names up on one slot. */
     const uint64_t m = 0xc6a4a7935bd1e995ULL;
-    uint64_t h = 0x8445d61a4e774912ULL ^ (n * m);
+    uint64_t h = seed ^ (n * m);
     while (n >= 8) {
         uint64_t k;
         memcpy(&k, p, 8);
@@ -130,13 +134,48 @@ static void wipe_free(void *p, size_t n)
     }
 }
 
-static int map_init(pcb_map *m, size_t capacity)
+/*
+ * Large tables and arenas come straight from mmap with transparent huge
+ * pages requested: at 10^6 entries a lookup's two random accesses would
+ * otherwise each pay a page-table walk too. Zeroed either way.
+ */
+#define BIG_ALLOC (4u << 20)
+
+static void *big_alloc(size_t n)
+{
+    if (n < BIG_ALLOC)
+        return calloc(1, n);
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, n, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+static void big_free(void *p, size_t n, int wipe)
+{
+    if (p == NULL)
+        return;
+    if (wipe)
+        OPENSSL_cleanse(p, n);
+    if (n < BIG_ALLOC)
+        free(p);
+    else
+        munmap(p, n);
+}
+
+static int map_init(pcb_map *m, size_t capacity, int secret)
 {
     size_t cap = 16;
     while (cap < capacity * 4 / 3 + 1)
         cap <<= 1;
     memset(m, 0, sizeof *m);
-    m->slots = calloc(cap, sizeof(slot));
+    m->secret = secret;
+    if (RAND_bytes((unsigned char *)&m->seed, sizeof m->seed) != 1)
+        m->seed = (uint64_t)(uintptr_t)m ^ 0x8445d61a4e774912ULL;
+    m->slots = big_alloc(cap * sizeof(slot));
     if (m->slots == NULL)
         return 0;
     m->mask = cap - 1;
@@ -145,9 +184,32 @@ static int map_init(pcb_map *m, size_t capacity)
 
 static void map_free(pcb_map *m)
 {
-    free(m->slots);
-    wipe_free(m->arena, m->arena_cap);
+    if (m->slots)
+        big_free(m->slots, (m->mask + 1) * sizeof(slot), 0);
+    big_free(m->arena, m->arena_cap, m->secret);
     memset(m, 0, sizeof *m);
+}
+
+/* Makes room for `bytes` more of records without growing one step at a time. */
+static int arena_reserve(pcb_map *m, size_t bytes)
+{
+    if (m->arena_len + bytes <= m->arena_cap)
+        return 1;
+    size_t cap = m->arena_cap ? m->arena_cap : 4096;
+    while (cap < m->arena_len + bytes)
+        cap = cap < BIG_ALLOC ? cap * 2 : cap + cap / 2; /* 1.5x once large: less slack */
+    cap = (cap + 4095) & ~(size_t)4095;
+    if ((cap - 8) / 8 + 2 > UINT32_MAX)
+        return 0;
+    uint8_t *a = big_alloc(cap);
+    if (a == NULL)
+        return 0;
+    if (m->arena_len)
+        memcpy(a, m->arena, m->arena_len);
+    big_free(m->arena, m->arena_cap, m->secret);
+    m->arena = a;
+    m->arena_cap = cap;
+    return 1;
 }
 
 static size_t map_heap_bytes(const pcb_map *m)
@@ -183,7 +245,7 @@ static size_t map_probe(const pcb_map *m, const uint8_t *name, size_t len, uint6
 static const rec_header *map_find(const pcb_map *m, const uint8_t *name, size_t len)
 {
     int found;
-    size_t i = map_probe(m, name, len, hash_bytes(name, len), &found);
+    size_t i = map_probe(m, name, len, hash_bytes(m->seed, name, len), &found);
     return found ? rec_at(m, m->slots[i].ref) : NULL;
 }
 
@@ -194,21 +256,8 @@ static uint32_t arena_append(pcb_map *m, const uint8_t *name, size_t name_len, u
                              const uint8_t *value, size_t value_len)
 {
     size_t need = rec_size((uint32_t)name_len, (uint32_t)value_len);
-    if (m->arena_len + need > m->arena_cap) {
-        size_t cap = m->arena_cap ? m->arena_cap : 4096;
-        while (cap < m->arena_len + need)
-            cap *= 2;
-        if ((cap - 8) / 8 + 2 > UINT32_MAX)
-            return 0;
-        uint8_t *a = malloc(cap);
-        if (a == NULL)
-            return 0;
-        if (m->arena_len)
-            memcpy(a, m->arena, m->arena_len);
-        wipe_free(m->arena, m->arena_cap);
-        m->arena = a;
-        m->arena_cap = cap;
-    }
+    if (!arena_reserve(m, need))
+        return 0;
     rec_header *r = (rec_header *)(m->arena + m->arena_len);
     r->name_len = (uint32_t)name_len | flags;
     r->value_len = (uint32_t)value_len;
@@ -230,7 +279,7 @@ static int map_put(pcb_map *m, const uint8_t *name, size_t name_len, uint32_t fl
     if ((m->live + m->tombs + 1) * 4 > (m->mask + 1) * 3
         && !map_rehash(m, (m->live + 1) * 2))
         return 0;
-    uint64_t h = hash_bytes(name, name_len);
+    uint64_t h = hash_bytes(m->seed, name, name_len);
     int found;
     size_t i = map_probe(m, name, name_len, h, &found);
     uint32_t ref = arena_append(m, name, name_len, flags, value, value_len);
@@ -251,10 +300,71 @@ static int map_put(pcb_map *m, const uint8_t *name, size_t name_len, uint32_t fl
     return 1;
 }
 
+/*
+ * Two-step insert for loading without a copy: map_tail() gives room for a
+ * record of up to the given sizes, the caller decodes its name and value
+ * into it, and map_commit_tail() files it (1), or finds the name already
+ * there (0, nothing added).
+ */
+static uint8_t *map_tail(pcb_map *m, size_t max_name, size_t max_value)
+{
+    if (max_name > LEN_MASK || max_value > UINT32_MAX
+        || ((m->live + m->tombs + 1) * 4 > (m->mask + 1) * 3 && !map_rehash(m, (m->live + 1) * 2))
+        || !arena_reserve(m, rec_size((uint32_t)max_name, (uint32_t)max_value)))
+        return NULL;
+    return m->arena + m->arena_len + sizeof(rec_header);
+}
+
+static int map_commit_tail(pcb_map *m, size_t name_len, size_t value_len)
+{
+    rec_header *r = (rec_header *)(m->arena + m->arena_len);
+    const uint8_t *name = (const uint8_t *)(r + 1);
+    uint64_t h = hash_bytes(m->seed, name, name_len);
+    int found;
+    size_t i = map_probe(m, name, name_len, h, &found);
+    if (found)
+        return 0;
+    size_t sz = rec_size((uint32_t)name_len, (uint32_t)value_len);
+    r->name_len = (uint32_t)name_len;
+    r->value_len = (uint32_t)value_len;
+    memset((uint8_t *)(r + 1) + name_len + value_len, 0, sz - sizeof *r - name_len - value_len);
+    if (m->slots[i].ref == REF_TOMB)
+        m->tombs--;
+    m->live++;
+    m->slots[i].tag = (uint32_t)(h >> 32);
+    m->slots[i].ref = (uint32_t)(m->arena_len / 8 + 2);
+    m->arena_len += sz;
+    return 1;
+}
+
+/* Inserts a name that must be new: 1 inserted, 0 already there, -1 out of memory. */
+static int map_insert_new(pcb_map *m, const uint8_t *name, size_t name_len, uint32_t flags,
+                          const uint8_t *value, size_t value_len)
+{
+    if (name_len > LEN_MASK || value_len > UINT32_MAX)
+        return -1;
+    if ((m->live + m->tombs + 1) * 4 > (m->mask + 1) * 3 && !map_rehash(m, (m->live + 1) * 2))
+        return -1;
+    uint64_t h = hash_bytes(m->seed, name, name_len);
+    int found;
+    size_t i = map_probe(m, name, name_len, h, &found); /* one probe finds both */
+    if (found)
+        return 0;
+    uint32_t ref = arena_append(m, name, name_len, flags, value, value_len);
+    if (ref == 0)
+        return -1;
+    if (m->slots[i].ref == REF_TOMB)
+        m->tombs--;
+    m->live++;
+    m->slots[i].tag = (uint32_t)(h >> 32);
+    m->slots[i].ref = ref;
+    return 1;
+}
+
 static int map_remove(pcb_map *m, const uint8_t *name, size_t name_len)
 {
     int found;
-    size_t i = map_probe(m, name, name_len, hash_bytes(name, name_len), &found);
+    size_t i = map_probe(m, name, name_len, hash_bytes(m->seed, name, name_len), &found);
     if (!found)
         return 0;
     rec_header *r = rec_at(m, m->slots[i].ref);
@@ -269,7 +379,8 @@ static int map_remove(pcb_map *m, const uint8_t *name, size_t name_len)
 static void map_clear(pcb_map *m)
 {
     memset(m->slots, 0, (m->mask + 1) * sizeof(slot));
-    OPENSSL_cleanse(m->arena, m->arena_len);
+    if (m->secret)
+        OPENSSL_cleanse(m->arena, m->arena_len);
     m->arena_len = m->garbage = m->live = m->tombs = 0;
 }
 
@@ -277,25 +388,19 @@ static void map_clear(pcb_map *m)
 static int map_rehash(pcb_map *m, size_t capacity)
 {
     pcb_map fresh;
-    if (!map_init(&fresh, capacity > m->live ? capacity : m->live))
+    if (!map_init(&fresh, capacity > m->live ? capacity : m->live, m->secret))
         return 0;
     size_t live_bytes = m->arena_len - m->garbage;
-    if (live_bytes) {
-        fresh.arena_cap = 4096;
-        while (fresh.arena_cap < live_bytes)
-            fresh.arena_cap *= 2;
-        fresh.arena = malloc(fresh.arena_cap);
-        if (fresh.arena == NULL) {
-            map_free(&fresh);
-            return 0;
-        }
+    if (live_bytes && !arena_reserve(&fresh, live_bytes + live_bytes / 4)) {
+        map_free(&fresh);
+        return 0;
     }
     for (size_t off = 0; off < m->arena_len;) {
         const rec_header *r = (const rec_header *)(m->arena + off);
         size_t sz = rec_size(r->name_len, r->value_len);
         if (!(r->name_len & DEAD_BIT)) {
             size_t nl = r->name_len & LEN_MASK;
-            uint64_t h = hash_bytes(rec_name(r), nl);
+            uint64_t h = hash_bytes(fresh.seed, rec_name(r), nl);
             int found;
             size_t i = map_probe(&fresh, rec_name(r), nl, h, &found);
             memcpy(fresh.arena + fresh.arena_len, r, sz);
@@ -1484,10 +1589,13 @@ static int load_entry(void *arg, const pcb_pref_entry *e)
             return pcb_fail(c->st, PCB_E_FORMAT, "%s holds keysets: it is an encrypted store; "
                             "open it with encrypted=True", s->path), 1;
         serialize_entry(&c->value, e);
-        if (c->value.failed || !map_put(&s->map, (const uint8_t *)e->name, e->name_len, 0,
-                                        (const uint8_t *)c->value.data, c->value.len))
+        if (c->value.failed)
             return oom(c->st), 1;
-        return 0;
+        int rc = map_insert_new(&s->map, (const uint8_t *)e->name, e->name_len, 0,
+                                (const uint8_t *)c->value.data, c->value.len);
+        if (rc == 0)
+            return pcb_fail(c->st, PCB_E_FORMAT, "%s: entry '%.40s' appears twice (duplicate name)", s->path, e->name), 1;
+        return rc < 0 ? (oom(c->st), 1) : 0;
     }
     if (e->type != PCB_PREF_STRING)
         return pcb_fail(c->st, PCB_E_FORMAT,
@@ -1499,6 +1607,8 @@ static int load_entry(void *arg, const pcb_pref_entry *e)
     for (int k = 0; k < 2; k++) {
         const char *reserved = k ? VALUE_KEYSET : KEY_KEYSET;
         if (e->name_len == strlen(reserved) && memcmp(e->name, reserved, e->name_len) == 0) {
+            if (c->keyset_hex[k] != NULL)
+                return pcb_fail(c->st, PCB_E_FORMAT, "%s: entry '%s' appears twice (duplicate name)", s->path, reserved), 1;
             c->keyset_hex[k] = strndup(e->text, e->text_len);
             c->keyset_len[k] = e->text_len;
             return c->keyset_hex[k] ? 0 : (oom(c->st), 1);
@@ -1506,6 +1616,9 @@ static int load_entry(void *arg, const pcb_pref_entry *e)
     }
     if (s->opt.layout == PCB_LAYOUT_FILE) {
         if (e->name_len == sizeof SEALED_NAME - 1 && memcmp(e->name, SEALED_NAME, e->name_len) == 0) {
+            if (c->sealed_text != NULL)
+                return pcb_fail(c->st, PCB_E_FORMAT, "%s: entry '%s' appears twice (duplicate name)", s->path,
+                                SEALED_NAME), 1;
             c->sealed_text = strndup(e->text, e->text_len);
             c->sealed_len = e->text_len;
             return c->sealed_text ? 0 : (oom(c->st), 1);
@@ -1517,6 +1630,21 @@ static int load_entry(void *arg, const pcb_pref_entry *e)
     const uint8_t *name = (const uint8_t *)e->name, *value = (const uint8_t *)e->text;
     size_t nl = e->name_len, vl = e->text_len;
     uint32_t flags = 0;
+    if (!s->opt.faithful && s->opt.key_enc == PCB_KEYENC_SIV) {
+        /* The common case: Base64 decoded straight into the new record. */
+        uint8_t *rec = map_tail(&s->map, pcb_b64_decoded_max(nl), pcb_b64_decoded_max(vl));
+        if (rec == NULL)
+            return oom(c->st), 1;
+        size_t dn = pcb_b64_decode(e->name, nl, rec);
+        size_t dv = dn == (size_t)-1 ? dn : pcb_b64_decode(e->text, vl, rec + dn);
+        if (dn != (size_t)-1 && dv != (size_t)-1) {
+            if (map_commit_tail(&s->map, dn, dv) == 0)
+                return pcb_fail(c->st, PCB_E_FORMAT, "%s: entry '%.40s' appears twice (duplicate name)",
+                                s->path, e->name), 1;
+            return 0;
+        }
+        /* undecodable: kept as text below, reported as corrupt when read */
+    }
     if (!s->opt.faithful) {
         /* Lean records hold the decoded bytes; undecodable text is kept as
          * is and reported as corrupt when the entry is read. */
@@ -1539,17 +1667,24 @@ static int load_entry(void *arg, const pcb_pref_entry *e)
             vl = dv;
         }
     }
-    if (map_find(&s->map, name, nl) != NULL)
-        return pcb_fail(c->st, PCB_E_FORMAT, "%s: entry '%.40s' appears twice", s->path, e->name), 1;
-    if (!map_put(&s->map, name, nl, flags, value, vl))
-        return oom(c->st), 1;
-    return 0;
+    int rc = map_insert_new(&s->map, name, nl, flags, value, vl);
+    if (rc == 0)
+        return pcb_fail(c->st, PCB_E_FORMAT, "%s: entry '%.40s' appears twice (duplicate name)", s->path, e->name), 1;
+    return rc < 0 ? (oom(c->st), 1) : 0;
 }
 
 static int parse_into(pcb_store *s, load_ctx *c, const char *data, size_t len, const char *what)
 {
     char err[200];
-    int rc = pcb_prefs_parse(data, len, load_entry, c, err, sizeof err);
+    /* Size the map for the file up front (a line per entry at most; records
+     * are no larger than their text), instead of growing it step by step. */
+    size_t lines = 1;
+    for (const char *q = data, *end = data + len; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
+        lines++;
+    if ((lines > s->map.mask / 2 && !map_rehash(&s->map, lines)) || !arena_reserve(&s->map, len))
+        return oom(c->st);
+    /* The map finds duplicate names itself, so the parser need not copy them all. */
+    int rc = pcb_prefs_parse_flags(data, len, PCB_PREFS_ALLOW_DUPLICATES, load_entry, c, err, sizeof err);
     if (rc == -1)
         return pcb_fail(c->st, PCB_E_FORMAT, "%s is not a valid SharedPreferences XML file (%s): %s",
                         s->path, what, err);
@@ -1688,12 +1823,18 @@ static int load(pcb_store *s, int *created, pcb_status *st)
     free(c.sealed_text);
     pcb_buf_free(&c.value);
     wipe_free(c.dec, c.dec_cap);
-    if (data)
-        wipe_free(data, len + 1);
+    free(data); /* the file's bytes: ciphertext, or a plain store's own public text */
     return ok;
 }
 
 /* ------------------------------------------------------------ open/close */
+
+/* Whether the main map holds any plaintext (then it is wiped when freed). */
+static int plaintext_in_map(const pcb_store_options *o)
+{
+    return !o->encrypted || o->key_enc == PCB_KEYENC_NONE || o->value_enc == PCB_VALENC_NONE
+           || o->layout == PCB_LAYOUT_FILE;
+}
 
 static void store_free(pcb_store *s)
 {
@@ -1801,7 +1942,8 @@ pcb_store *pcb_store_open(const char *path, const pcb_store_options *opt,
     size_t pl = strlen(path);
     s->scrypt_path = malloc(pl + 8);
     if (s->path == NULL || s->dir == NULL || s->store_name == NULL || s->scrypt_path == NULL
-        || !map_init(&s->map, 16) || (opt->cache && !map_init(&s->plain_cache, 16))) {
+        || !map_init(&s->map, 16, plaintext_in_map(opt))
+        || (opt->cache && !map_init(&s->plain_cache, 16, 1))) {
         store_free(s);
         oom(st);
         return NULL;
@@ -2447,7 +2589,7 @@ int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status 
     rotate_ctx rc = {&fresh, s, st, {0}, {0}};
     pcb_buf_init(&rc.sname);
     pcb_buf_init(&rc.svalue);
-    int have_fresh = ok && map_init(&fresh, s->map.live);
+    int have_fresh = ok && map_init(&fresh, s->map.live, s->map.secret);
     ok = ok && (have_fresh || oom(st)) && new_keys(s, st);
     for (size_t no = 0, vo = 0; ok && no < d.names.len;) {
         size_t nl = get_u32_le(d.names.data + no), vl = get_u32_le(d.values.data + vo);
