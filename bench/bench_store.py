@@ -27,10 +27,8 @@ Bars:
   3. encrypted open_warm (100,000 entries) <= 1.5x plain open_warm
 Goals (reported, not bars): heap bytes per entry <= 2x disk bytes per entry.
 
-Note on bar 1's put: the peer's put_string encrypts nothing (it records the
-change; its commit encrypts), while ours encrypts at put time as ESP does. The
-report also shows the peer's put + the per-entry encryption it defers to
-commit, the like-for-like crypto cost.
+Note on bar 1's put: both sides encrypt at put time, as ESP's Editor does
+(putEncryptedObject); commit only applies and writes.
 """
 from __future__ import annotations
 
@@ -212,19 +210,6 @@ def section_peer(ctx, rep):
             out.append(timed_pass2(e.put_string, shuffled(pairs), passes))
         return med(out)
 
-    def peer_put_enc():
-        """put_string + the encryption the peer does for that entry at commit."""
-        enc_name, enc_value = peer._encrypt_name, peer._encrypt_value
-        out = []
-        for _ in range(samples):
-            put = peer.edit().put_string
-
-            def f(k, v):
-                put(k, v)
-                enc_value(enc_name(k), STRING, v)
-            out.append(timed_pass2(f, shuffled(pairs), passes))
-        return med(out)
-
     def ours_py_get():
         return med([timed_pass(ours_py.get_string, shuffled(keys), passes) for _ in range(samples)])
 
@@ -242,12 +227,11 @@ def section_peer(ctx, rep):
         return ctx.cbench("put", n_keys=n).ns_per_op
 
     # warm-up (peer, and Python side of ours)
-    for f in (peer_get, peer_put, peer_put_enc, ours_py_get, ours_py_put):
+    for f in (peer_get, peer_put, ours_py_get, ours_py_put):
         f()
     res = {}
     for op, sides in (("get", [("ours", ours_get), ("peer", peer_get), ("ours_py", ours_py_get)]),
-                      ("put", [("ours", ours_put), ("peer", peer_put), ("ours_py", ours_py_put),
-                               ("peer_put+enc", peer_put_enc)])):
+                      ("put", [("ours", ours_put), ("peer", peer_put), ("ours_py", ours_py_put)])):
         got = {name: [] for name, _ in sides}
         ratios = []
         for r in range(ctx.rounds):
@@ -262,17 +246,11 @@ def section_peer(ctx, rep):
         for name, _ in sides:
             desc = {"ours": f"ours (C, store.bench('{op}'))",
                     "ours_py": "ours from Python (" + ("Store.get_string)" if op == "get" else "Editor.put_string)"),
-                    "peer": f"peer {label}",
-                    "peer_put+enc": "peer put_string + its deferred per-entry encryption"}[name]
+                    "peer": f"peer {label}"}[name]
             print(f"    {desc:58s} {fmt_ns(med(got[name])):>10s}  ({spread(got[name])} ns)")
         r_med = med(ratios)
         print(f"    ours/peer per round: median {r_med:.3f} (1/{1 / r_med:.1f}); "
               f"range {min(ratios):.3f}..{max(ratios):.3f}")
-        if op == "put":
-            enc = [a / b for a, b in zip(got["ours"], got["peer_put+enc"])]
-            print(f"    ours / (peer put + deferred encryption): median {med(enc):.3f} "
-                  f"(1/{1 / med(enc):.1f})  [informative: like-for-like crypto]")
-            res[op]["ratios_vs_put_enc"] = enc
         py = [a / b for a, b in zip(got["ours_py"], got["peer"])]
         print(f"    ours from Python / peer: median {med(py):.3f} (1/{1 / med(py):.1f})  [informative]")
         rep.bar(f"lean {op} <= 1/5 of peer {label}", r_med <= 0.2,

@@ -228,8 +228,10 @@ class PeerEditor:
         self._clear = False
 
     def _put(self, name, type_id, value):
+        # As ESP's Editor.putX: the store prepares (for PeerStore: encrypts)
+        # the entry now, and commit only applies and writes.
         self._store._check_name(name)
-        self._modified[name] = (type_id, value)
+        self._modified[name] = self._store._prepare_put(name, type_id, value)
         return self
 
     def put_string(self, name: str, value: str):
@@ -275,7 +277,7 @@ class PeerEditor:
 
     def remove(self, name: str):
         self._store._check_name(name)
-        self._modified[name] = _REMOVE
+        self._modified[name] = (_REMOVE, self._store._prepare_remove(name))
         return self
 
     def clear(self):
@@ -490,16 +492,22 @@ class PeerStore(_PeerBase):
     def __len__(self) -> int:
         return sum(1 for k in self._map if k not in RESERVED)
 
+    def _prepare_put(self, name, type_id, value):
+        name_text = self._encrypt_name(name)  # ESP encrypts at put time
+        return name_text, self._encrypt_value(name_text, type_id, value)
+
+    def _prepare_remove(self, name):
+        return self._encrypt_name(name)  # ESP's remove() encrypts the key too
+
     def _commit(self, modified: dict, clear: bool) -> bool:
         if clear:
             for k in [k for k in self._map if k not in RESERVED]:
                 del self._map[k]
-        for name, change in modified.items():
-            name_text = self._encrypt_name(name)
-            if change is _REMOVE:
-                self._map.pop(name_text, None)
+        for first, second in modified.values():
+            if first is _REMOVE:
+                self._map.pop(second, None)
             else:
-                self._map[name_text] = self._encrypt_value(name_text, *change)
+                self._map[first] = second
         _write_file(self.path, self._xml())
         return True
 
@@ -552,11 +560,17 @@ class PlainPeerStore(_PeerBase):
     def __len__(self) -> int:
         return len(self._map)
 
+    def _prepare_put(self, name, type_id, value):
+        return type_id, value
+
+    def _prepare_remove(self, name):
+        return None
+
     def _commit(self, modified: dict, clear: bool) -> bool:
         if clear:
             self._map.clear()
         for name, change in modified.items():
-            if change is _REMOVE:
+            if change[0] is _REMOVE:
                 self._map.pop(name, None)
             else:
                 self._map[name] = change
