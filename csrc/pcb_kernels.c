@@ -100,7 +100,8 @@ const pcb_transform *pcb_find_transform(const char *name)
         want[i] = (char)toupper((unsigned char)name[i]);
     /* Aliases: Java's PKCS7 spelling, 3DES, JCE's ChaCha20 name. */
     replace(want, sizeof want, "PKCS7PADDING", "PKCS5PADDING");
-    if (strncmp(want, "3DES/", 5) == 0 || strncmp(want, "TRIPLEDES/", 10) == 0) {
+    if ((strncmp(want, "3DES/", 5) == 0 || strncmp(want, "TRIPLEDES/", 10) == 0)
+        && n + 2 < sizeof want) { /* "3DES" -> "DESEDE" grows the name by 2 */
         memmove(want, strchr(want, '/'), strlen(strchr(want, '/')) + 1);
         memmove(want + 6, want, strlen(want) + 1);
         memcpy(want, "DESEDE", 6);
@@ -297,7 +298,10 @@ int pcb_check_iv_len(const pcb_transform *t, size_t iv_len, pcb_status *st)
             return pcb_fail(st, PCB_E_VALUE, "%s takes no IV (ECB has none); pass iv=None", t->name);
         return 1;
     case PCB_MODE_SIV:
-        /* optional nonce, any length */
+        /* optional nonce (one more associated-data component), up to 128 bytes */
+        if (given && iv_len > 128)
+            return pcb_fail(st, PCB_E_VALUE, "%s takes a nonce (iv) of at most 128 bytes, got %zu bytes",
+                            t->name, iv_len);
         return 1;
     case PCB_MODE_GCM:
         if (!given)

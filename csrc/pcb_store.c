@@ -525,7 +525,9 @@ int pcb_store_is_reserved(const char *name, size_t len)
 
 static int check_name(const pcb_store *s, const char *name, size_t len, pcb_status *st)
 {
-    if (s->opt.encrypted && pcb_store_is_reserved(name, len))
+    /* Plain stores refuse them too: a file holding them reads as an encrypted store. */
+    (void)s;
+    if (pcb_store_is_reserved(name, len))
         return pcb_fail(st, PCB_E_RESERVED,
                         "'%.*s' is reserved for the store's keysets and cannot be read or written",
                         (int)len, name);
@@ -2110,6 +2112,8 @@ static int plain_name_of(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_st
     uint8_t *decoded = NULL;
     char who[64];
     out->len = 0;
+    if (pcb_buf_reserve(out, nl + 1) == NULL) /* data is never NULL, even for "" */
+        return oom(st);
     if (s->opt.key_enc == PCB_KEYENC_NONE || s->opt.layout == PCB_LAYOUT_FILE || !s->opt.encrypted) {
         pcb_buf_append(out, (const char *)n, nl);
         return !out->failed || oom(st);
