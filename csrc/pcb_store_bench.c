@@ -21,9 +21,9 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-const char *const pcb_workload_names[PCB_WL_COUNT] = {
+const char *const pcb_workload_names[PCB_WL_COUNT + 1] = {
     "put", "get", "get_missing", "contains", "all", "commit", "apply", "open_cold", "open_warm",
-    "rotate",
+    "rotate", NULL,
 };
 
 typedef struct {

@@ -20,7 +20,8 @@ typedef enum {
     PCB_WL_APPLY, PCB_WL_OPEN_COLD, PCB_WL_OPEN_WARM, PCB_WL_ROTATE, PCB_WL_COUNT
 } pcb_workload;
 
-extern const char *const pcb_workload_names[PCB_WL_COUNT];
+/* The workloads' names, NULL-terminated. */
+extern const char *const pcb_workload_names[PCB_WL_COUNT + 1];
 
 typedef struct {
     pcb_workload workload;
