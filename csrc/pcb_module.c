@@ -132,8 +132,7 @@ static int get_rounds(const pcb_transform *t, PyObject *obj, uint32_t *rounds)
     return 1;
 }
 
-/* An int argument in [lo, hi]; TypeError for non-ints, ValueError outside. */
-static int get_int(PyObject *obj, const char *what, long long lo, long long hi, long long *out)
+int pcb_int_arg(PyObject *obj, const char *what, long long lo, long long hi, long long *out)
 {
     if (!PyLong_Check(obj) || PyBool_Check(obj)) {
         PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", what, Py_TYPE(obj)->tp_name);
@@ -411,9 +410,9 @@ static PyObject *core_measure(PyObject *module, PyObject *args, PyObject *kwargs
         return PyErr_Format(PyExc_ValueError,
                             "%s has no stream scope: SIV must see the whole message first; "
                             "use scope='message' or 'rekey'", t->name);
-    if (payload_obj && !get_int(payload_obj, "payload (bytes)", 1, MAX_PAYLOAD, &payload))
+    if (payload_obj && !pcb_int_arg(payload_obj, "payload (bytes)", 1, MAX_PAYLOAD, &payload))
         return NULL;
-    if (repeats_obj && !get_int(repeats_obj, "repeats", 1, 100000, &repeats))
+    if (repeats_obj && !pcb_int_arg(repeats_obj, "repeats", 1, 100000, &repeats))
         return NULL;
     if (!(min_time > 0.0 && min_time <= 60.0)) {
         char buf[64];
@@ -429,7 +428,7 @@ static PyObject *core_measure(PyObject *module, PyObject *args, PyObject *kwargs
     }
     key_len = pcb_default_key_len(t);
     if (key_bits_obj != Py_None) {
-        if (!get_int(key_bits_obj, "key_bits", 8, 512, &v))
+        if (!pcb_int_arg(key_bits_obj, "key_bits", 8, 512, &v))
             return NULL;
         if (v % 8 != 0)
             return PyErr_Format(PyExc_ValueError, "key_bits must be a multiple of 8, got %lld", v);
@@ -443,7 +442,7 @@ static PyObject *core_measure(PyObject *module, PyObject *args, PyObject *kwargs
         if (t->mode != PCB_MODE_GCM)
             return PyErr_Format(PyExc_ValueError,
                                 "iv_len applies to AES/GCM only; %s has a fixed IV size", t->name);
-        if (!get_int(iv_len_obj, "iv_len (GCM IV bytes)", 1, 128, &v))
+        if (!pcb_int_arg(iv_len_obj, "iv_len (GCM IV bytes)", 1, 128, &v))
             return NULL;
         iv_len = (size_t)v;
     } else if (t->mode == PCB_MODE_GCM) {

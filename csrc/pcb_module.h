@@ -25,6 +25,10 @@ typedef struct {
     PyTypeObject *EditorType;
 } module_state;
 
+/* An int argument in [lo, hi]: 1, or 0 with TypeError for non-ints (bool
+ * included) or ValueError outside the range, naming `what`. */
+int pcb_int_arg(PyObject *obj, const char *what, long long lo, long long hi, long long *out);
+
 /* Sets the Python exception for st; returns NULL. */
 PyObject *pcb_raise_status(module_state *ms, const pcb_status *st);
 

@@ -626,6 +626,21 @@ static int aead_open(EVP_CIPHER_CTX *ctx, const uint8_t *rekey, const uint8_t *a
 
 /* ------------------------------------------------------ names and values */
 
+/* Appends a sealed blob in the records' form: raw bytes in lean mode, the
+ * file's Base64 text in faithful mode (as ESP's map holds Strings). */
+static void append_stored(pcb_store *s, pcb_buf *out, const uint8_t *blob, size_t len)
+{
+    if (!s->opt.faithful) {
+        pcb_buf_append(out, (const char *)blob, len);
+        return;
+    }
+    STAGE_BEGIN(s);
+    char *p = pcb_buf_reserve(out, pcb_b64_encoded_len(len));
+    if (p)
+        out->len += pcb_b64_encode(blob, len, p);
+    STAGE_END(s, PCB_STAGE_BASE64);
+}
+
 /*
  * The stored form of a plain name, into out (reset): lean SIV the raw blob
  * 0x01 || kid || V || C; faithful SIV its Base64 text; no key encryption the
@@ -659,16 +674,8 @@ static int store_name_of(pcb_store *s, const char *name, size_t len, pcb_buf *ou
     }
     ok = ok && pcb_siv_encrypt(&s->siv, d, (const uint8_t *)name, len, blob + PREFIX_LEN);
     STAGE_END(s, PCB_STAGE_SIV);
-    if (ok) {
-        if (s->opt.faithful) {
-            char *p = pcb_buf_reserve(out, pcb_b64_encoded_len(blob_len));
-            if (p)
-                out->len += pcb_b64_encode(blob, blob_len, p);
-            STAGE_END(s, PCB_STAGE_BASE64);
-        } else {
-            pcb_buf_append(out, (const char *)blob, blob_len);
-        }
-    }
+    if (ok)
+        append_stored(s, out, blob, blob_len);
     if (blob != stackbuf)
         wipe_free(blob, blob_len);
     if (!ok)
@@ -721,16 +728,8 @@ static int seal_value(pcb_store *s, const uint8_t *aad, size_t aad_len, const ui
     ok = ok && aead_seal(s->value.enc, s->opt.faithful ? s->value_key : NULL, nonce, aad, aad_len,
                          pt, len, blob + PREFIX_LEN, st);
     STAGE_END(s, PCB_STAGE_AEAD);
-    if (ok) {
-        if (s->opt.faithful) {
-            char *p = pcb_buf_reserve(out, pcb_b64_encoded_len(blob_len));
-            if (p)
-                out->len += pcb_b64_encode(blob, blob_len, p);
-            STAGE_END(s, PCB_STAGE_BASE64);
-        } else {
-            pcb_buf_append(out, (const char *)blob, blob_len);
-        }
-    }
+    if (ok)
+        append_stored(s, out, blob, blob_len);
     free(blob);
     return ok && (!out->failed || oom(st));
 }

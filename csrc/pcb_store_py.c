@@ -935,18 +935,9 @@ static int choose_n(const char *what, const char *value, const char *const *name
 
 static int size_arg(PyObject *obj, const char *what, long long lo, long long hi, size_t *out)
 {
-    if (!PyLong_Check(obj) || PyBool_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", what, Py_TYPE(obj)->tp_name);
+    long long v;
+    if (!pcb_int_arg(obj, what, lo, hi, &v))
         return 0;
-    }
-    int overflow;
-    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
-    if (v == -1 && PyErr_Occurred())
-        return 0;
-    if (overflow || v < lo || v > hi) {
-        PyErr_Format(PyExc_ValueError, "%s must be between %lld and %lld, got %S", what, lo, hi, obj);
-        return 0;
-    }
     *out = (size_t)v;
     return 1;
 }
