@@ -259,7 +259,9 @@ def test_regression_long_3des_alias_name():
 
 
 def run_child(code: str) -> None:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # the directory holding the package this process imported (a checkout's
+    # uncompiled copy must not shadow an installed build)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pcb.__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        timeout=120)
