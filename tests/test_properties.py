@@ -263,8 +263,9 @@ def run_child(code: str) -> None:
     # uncompiled copy must not shadow an installed build)
     root = os.path.dirname(os.path.dirname(os.path.abspath(pcb.__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    # cwd too: `-c` puts the current directory first on sys.path
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                       timeout=120)
+                       cwd=root, timeout=120)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), (
         f"child exited with {r.returncode}"
         f"{' (signal %d)' % -r.returncode if r.returncode < 0 else ''}\n{r.stdout}\n{r.stderr}")
