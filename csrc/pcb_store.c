@@ -932,31 +932,39 @@ static void tmp_name_of(const char *path, char *out, size_t cap, unsigned long l
     snprintf(out, cap, "%.*s.%s.%016llx.tmp", dir_len, path, base, nonce);
 }
 
+/* Writes data to a new temporary file beside path (its name into tmp) and
+ * fsyncs it; on failure nothing is left behind. */
+static int write_tmp(const char *path, const char *data, size_t len, mode_t mode, char *tmp,
+                     size_t tmp_cap, pcb_status *st)
+{
+    unsigned long long r;
+    RAND_bytes((unsigned char *)&r, sizeof r);
+    tmp_name_of(path, tmp, tmp_cap, r);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0)
+        return os_fail(st, "cannot create %s", tmp);
+    int ok = write_all(fd, data, len) && fsync(fd) == 0;
+    int err = errno;
+    if (close(fd) != 0 && ok) {
+        ok = 0;
+        err = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        errno = err;
+        return os_fail(st, "cannot write %s", tmp);
+    }
+    return 1;
+}
+
 /* Writes data to path atomically: a new temporary file, fsync, rename over
  * path, fsync the directory. A crash leaves the old file or the new one. */
 static int atomic_write(const char *path, const char *dir, const char *data, size_t len,
                         mode_t mode, pcb_status *st)
 {
     char tmp[PATH_MAX + 64];
-    unsigned long long r;
-    RAND_bytes((unsigned char *)&r, sizeof r);
-    tmp_name_of(path, tmp, sizeof tmp, r);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-    if (fd < 0)
-        return os_fail(st, "cannot create %s", tmp);
-    if (!write_all(fd, data, len) || fsync(fd) != 0) {
-        int err = errno;
-        close(fd);
-        unlink(tmp);
-        errno = err;
-        return os_fail(st, "cannot write %s", tmp);
-    }
-    if (close(fd) != 0) {
-        int err = errno;
-        unlink(tmp);
-        errno = err;
-        return os_fail(st, "cannot write %s", tmp);
-    }
+    if (!write_tmp(path, data, len, mode, tmp, sizeof tmp, st))
+        return 0;
     if (rename(tmp, path) != 0) {
         int err = errno;
         unlink(tmp);
@@ -975,29 +983,20 @@ static int atomic_create(const char *path, const char *dir, const char *data, si
                          mode_t mode, int *exists, pcb_status *st)
 {
     char tmp[PATH_MAX + 64];
-    unsigned long long r;
     *exists = 0;
-    RAND_bytes((unsigned char *)&r, sizeof r);
-    tmp_name_of(path, tmp, sizeof tmp, r);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-    if (fd < 0)
-        return os_fail(st, "cannot create %s", tmp);
-    int ok = write_all(fd, data, len) && fsync(fd) == 0;
-    int err = errno;
-    close(fd);
-    if (ok && link(tmp, path) != 0) {
-        err = errno;
-        if (err == EEXIST)
-            *exists = 1;
-        else
-            ok = 0;
-    }
+    if (!write_tmp(path, data, len, mode, tmp, sizeof tmp, st))
+        return 0;
+    int ok = link(tmp, path) == 0, err = errno;
     unlink(tmp);
+    if (!ok && err == EEXIST) {
+        *exists = 1;
+        return 1;
+    }
     if (!ok) {
         errno = err;
         return os_fail(st, "cannot create %s", path);
     }
-    if (!*exists && !fsync_dir(dir))
+    if (!fsync_dir(dir))
         return os_fail(st, "cannot sync directory %s", dir);
     return 1;
 }
