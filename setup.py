@@ -76,6 +76,7 @@ setup(
                 "csrc/pcb_module.h",
                 "csrc/pcb_store.h",
                 "csrc/pcb_store_bench.h",
+                "csrc/pcb_value.h",
                 "csrc/pcb_prefs_xml.h",
                 "csrc/pcb_b64.h",
                 "csrc/pcb_siv.h",

@@ -39,6 +39,7 @@
 #include "pcb_b64.h"
 #include "pcb_siv.h"
 #include "pcb_timing.h"
+#include "pcb_value.h"
 
 #define KEY_KEYSET "__androidx_security_crypto_encrypted_prefs_key_keyset__"
 #define VALUE_KEYSET "__androidx_security_crypto_encrypted_prefs_value_keyset__"
@@ -1312,40 +1313,34 @@ static int uses_value_keyset(const pcb_store *s)
 
 /* ------------------------------------------------------- serialization */
 
-/* Reads a big-endian uint32. */
-static inline uint32_t be32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 /* Writes one plain entry (native elements) from its plaintext serialization. */
 static int write_native(pcb_buf *b, const char *name, size_t nl, const uint8_t *v, size_t vl)
 {
     if (vl < 4)
         return 0;
-    uint32_t type = be32(v);
+    uint32_t type = pcb_be32(v);
     const uint8_t *p = v + 4;
     size_t n = vl - 4;
     switch (type) {
     case PCB_PREF_STRING:
-        if (n < 4 || be32(p) != n - 4)
+        if (n < 4 || pcb_be32(p) != n - 4)
             return 0;
         pcb_prefs_string(b, name, nl, (const char *)p + 4, n - 4);
         return 1;
     case PCB_PREF_INT:
         if (n != 4)
             return 0;
-        pcb_prefs_int(b, name, nl, (int32_t)be32(p));
+        pcb_prefs_int(b, name, nl, (int32_t)pcb_be32(p));
         return 1;
     case PCB_PREF_LONG:
         if (n != 8)
             return 0;
-        pcb_prefs_long(b, name, nl, (int64_t)((uint64_t)be32(p) << 32 | be32(p + 4)));
+        pcb_prefs_long(b, name, nl, (int64_t)pcb_be64(p));
         return 1;
     case PCB_PREF_FLOAT: {
         if (n != 4)
             return 0;
-        uint32_t bits = be32(p);
+        uint32_t bits = pcb_be32(p);
         float f;
         memcpy(&f, &bits, 4);
         pcb_prefs_float(b, name, nl, f);
@@ -1357,13 +1352,13 @@ static int write_native(pcb_buf *b, const char *name, size_t nl, const uint8_t *
         pcb_prefs_boolean(b, name, nl, p[0]);
         return 1;
     case PCB_PREF_STRING_SET: {
-        size_t count = 0;
-        for (size_t off = 0; off < n;) {
-            if (n - off < 4 || be32(p + off) > n - off - 4)
-                return 0;
-            off += 4 + be32(p + off);
+        const uint8_t *run;
+        size_t count = 0, len, off = 4;
+        int rc;
+        while ((rc = pcb_value_next_run(v, vl, &off, &run, &len)) == 1)
             count++;
-        }
+        if (rc < 0)
+            return 0;
         const char **members = malloc((count ? count : 1) * sizeof *members);
         size_t *lens = malloc((count ? count : 1) * sizeof *lens);
         if (members == NULL || lens == NULL) {
@@ -1372,11 +1367,10 @@ static int write_native(pcb_buf *b, const char *name, size_t nl, const uint8_t *
             b->failed = 1;
             return 1;
         }
-        size_t i = 0;
-        for (size_t off = 0; off < n; i++) {
-            lens[i] = be32(p + off);
-            members[i] = (const char *)p + off + 4;
-            off += 4 + lens[i];
+        off = 4;
+        for (size_t i = 0; pcb_value_next_run(v, vl, &off, &run, &len) == 1; i++) {
+            members[i] = (const char *)run;
+            lens[i] = len;
         }
         pcb_prefs_set(b, name, nl, count, members, lens);
         free(members);
@@ -1537,39 +1531,33 @@ static uint8_t *dec_scratch(load_ctx *c, size_t n)
     return c->dec;
 }
 
-static void put_be32(pcb_buf *b, uint32_t v)
-{
-    char x[4] = {(char)(v >> 24), (char)(v >> 16), (char)(v >> 8), (char)v};
-    pcb_buf_append(b, x, 4);
-}
-
 /* Plaintext serialization of a parsed native element. */
 static void serialize_entry(pcb_buf *b, const pcb_pref_entry *e)
 {
     b->len = 0;
-    put_be32(b, (uint32_t)e->type);
+    pcb_buf_put_be32(b, (uint32_t)e->type);
     switch (e->type) {
     case PCB_PREF_STRING:
-        put_be32(b, (uint32_t)e->text_len);
+        pcb_buf_put_be32(b, (uint32_t)e->text_len);
         pcb_buf_append(b, e->text, e->text_len);
         break;
     case PCB_PREF_STRING_SET:
         for (size_t i = 0; i < e->n_members; i++) {
-            put_be32(b, (uint32_t)e->member_lens[i]);
+            pcb_buf_put_be32(b, (uint32_t)e->member_lens[i]);
             pcb_buf_append(b, e->members[i], e->member_lens[i]);
         }
         break;
     case PCB_PREF_INT:
-        put_be32(b, (uint32_t)(int32_t)e->i);
+        pcb_buf_put_be32(b, (uint32_t)(int32_t)e->i);
         break;
     case PCB_PREF_LONG:
-        put_be32(b, (uint32_t)((uint64_t)e->i >> 32));
-        put_be32(b, (uint32_t)e->i);
+        pcb_buf_put_be32(b, (uint32_t)((uint64_t)e->i >> 32));
+        pcb_buf_put_be32(b, (uint32_t)e->i);
         break;
     case PCB_PREF_FLOAT: {
         uint32_t bits;
         memcpy(&bits, &e->f, 4);
-        put_be32(b, bits);
+        pcb_buf_put_be32(b, bits);
         break;
     }
     case PCB_PREF_BOOLEAN: {
@@ -2319,19 +2307,16 @@ static int check_xml_value(const pcb_store *s, const uint8_t *v, size_t vl, pcb_
 {
     if ((s->opt.encrypted && s->opt.layout == PCB_LAYOUT_ENTRIES) || vl < 4)
         return 1; /* values are Base64 in the file */
-    uint32_t type = be32(v);
+    uint32_t type = pcb_be32(v);
     if (type != PCB_PREF_STRING && type != PCB_PREF_STRING_SET)
         return 1;
     /* a string is one length-prefixed run, a set several: the same walk */
-    for (size_t off = 4; off + 4 <= vl;) {
-        size_t n = be32(v + off);
-        if (n > vl - off - 4)
-            break;
-        if (memchr(v + off + 4, 0, n) != NULL)
+    const uint8_t *run;
+    size_t off = 4, len;
+    while (pcb_value_next_run(v, vl, &off, &run, &len) == 1)
+        if (memchr(run, 0, len) != NULL)
             return pcb_fail(st, PCB_E_VALUE, "this store keeps strings as XML text, which cannot "
                             "hold the character U+0000 (NUL); remove it from the value");
-        off += 4 + n;
-    }
     return 1;
 }
 

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "pcb_store_bench.h"
+#include "pcb_value.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -65,14 +66,6 @@ static int random_text(const pcb_evp_cache *cache, char *out, size_t n, pcb_stat
     return 1;
 }
 
-static void put_be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
 /* The value every put stores, in ESP's plaintext serialization. */
 static int make_value(bench *b, pcb_status *st)
 {
@@ -89,15 +82,15 @@ static int make_value(bench *b, pcb_status *st)
     if (b->value == NULL)
         return fail_oom(st);
     b->value_len = n;
-    put_be32(b->value, (uint32_t)b->p->value_type);
+    pcb_store_be32(b->value, (uint32_t)b->p->value_type);
     switch (b->p->value_type) {
     case PCB_PREF_STRING:
-        put_be32(b->value + 4, (uint32_t)vl);
+        pcb_store_be32(b->value + 4, (uint32_t)vl);
         return random_text(b->cache, (char *)b->value + 8, vl, st);
     case PCB_PREF_STRING_SET:
         for (int m = 0; m < 3; m++) {
             uint8_t *q = b->value + 4 + (size_t)m * (4 + vl);
-            put_be32(q, (uint32_t)vl);
+            pcb_store_be32(q, (uint32_t)vl);
             if (!random_text(b->cache, (char *)q + 4, vl, st))
                 return 0;
             if (vl)

@@ -18,6 +18,7 @@
 #include "pcb_store.h"
 #include "pcb_store_bench.h"
 #include "pcb_timing.h"
+#include "pcb_value.h"
 
 typedef struct {
     PyObject_HEAD
@@ -46,18 +47,6 @@ static PyObject *raise_st(PyObject *self, const pcb_status *st)
 
 /* ------------------------------------------------- values <-> plaintext */
 
-static int put_be32(pcb_buf *b, uint32_t v)
-{
-    char x[4] = {(char)(v >> 24), (char)(v >> 16), (char)(v >> 8), (char)v};
-    pcb_buf_append(b, x, 4);
-    return !b->failed;
-}
-
-static inline uint32_t be32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 static int utf8_of(PyObject *obj, const char *what, const char **s, Py_ssize_t *n)
 {
     if (!PyUnicode_Check(obj)) {
@@ -72,14 +61,14 @@ static int utf8_of(PyObject *obj, const char *what, const char **s, Py_ssize_t *
 static int serialize_value(pcb_pref_type type, PyObject *v, pcb_buf *b)
 {
     b->len = 0;
-    put_be32(b, (uint32_t)type);
+    pcb_buf_put_be32(b, (uint32_t)type);
     switch (type) {
     case PCB_PREF_STRING: {
         const char *s;
         Py_ssize_t n;
         if (!utf8_of(v, "a string value", &s, &n))
             return 0;
-        put_be32(b, (uint32_t)n);
+        pcb_buf_put_be32(b, (uint32_t)n);
         pcb_buf_append(b, s, (size_t)n);
         break;
     }
@@ -99,8 +88,8 @@ static int serialize_value(pcb_pref_type type, PyObject *v, pcb_buf *b)
             return 0;
         }
         if (type == PCB_PREF_LONG)
-            put_be32(b, (uint32_t)((uint64_t)x >> 32));
-        put_be32(b, (uint32_t)x);
+            pcb_buf_put_be32(b, (uint32_t)((uint64_t)x >> 32));
+        pcb_buf_put_be32(b, (uint32_t)x);
         break;
     }
     case PCB_PREF_FLOAT: {
@@ -118,7 +107,7 @@ static int serialize_value(pcb_pref_type type, PyObject *v, pcb_buf *b)
         float f = (float)d;
         uint32_t bits;
         memcpy(&bits, &f, 4);
-        put_be32(b, bits);
+        pcb_buf_put_be32(b, bits);
         break;
     }
     case PCB_PREF_BOOLEAN: {
@@ -158,7 +147,7 @@ static int serialize_value(pcb_pref_type type, PyObject *v, pcb_buf *b)
                 ok = dup >= 0 && (dup || PySet_Add(seen, item) == 0);
             }
             if (ok && !dup) {
-                put_be32(b, (uint32_t)n);
+                pcb_buf_put_be32(b, (uint32_t)n);
                 pcb_buf_append(b, s, (size_t)n);
             }
             Py_DECREF(item);
@@ -189,44 +178,46 @@ static PyObject *deserialize_value(PyObject *self, const uint8_t *v, size_t vl)
     PyObject *value = NULL;
     if (vl < 4)
         goto bad;
-    uint32_t type = be32(v);
+    uint32_t type = pcb_be32(v);
     const uint8_t *p = v + 4;
     size_t n = vl - 4;
     switch (type) {
     case PCB_PREF_STRING:
-        if (n < 4 || be32(p) != n - 4)
+        if (n < 4 || pcb_be32(p) != n - 4)
             goto bad;
         value = decode_str(p + 4, n - 4);
         break;
-    case PCB_PREF_STRING_SET:
+    case PCB_PREF_STRING_SET: {
+        const uint8_t *run;
+        size_t off = 4, len;
+        int rc = 1;
         value = PySet_New(NULL);
-        for (size_t off = 0; value != NULL && off < n;) {
-            if (n - off < 4 || be32(p + off) > n - off - 4) {
-                Py_CLEAR(value);
-                goto bad;
-            }
-            size_t len = be32(p + off);
-            PyObject *m = decode_str(p + off + 4, len);
+        while (value != NULL && (rc = pcb_value_next_run(v, vl, &off, &run, &len)) == 1) {
+            PyObject *m = decode_str(run, len);
             if (m == NULL || PySet_Add(value, m) < 0)
                 Py_CLEAR(value);
             Py_XDECREF(m);
-            off += 4 + len;
+        }
+        if (rc < 0) {
+            Py_XDECREF(value);
+            goto bad;
         }
         break;
+    }
     case PCB_PREF_INT:
         if (n != 4)
             goto bad;
-        value = PyLong_FromLong((int32_t)be32(p));
+        value = PyLong_FromLong((int32_t)pcb_be32(p));
         break;
     case PCB_PREF_LONG:
         if (n != 8)
             goto bad;
-        value = PyLong_FromLongLong((int64_t)((uint64_t)be32(p) << 32 | be32(p + 4)));
+        value = PyLong_FromLongLong((int64_t)pcb_be64(p));
         break;
     case PCB_PREF_FLOAT: {
         if (n != 4)
             goto bad;
-        uint32_t bits = be32(p);
+        uint32_t bits = pcb_be32(p);
         float f;
         memcpy(&f, &bits, 4);
         value = PyFloat_FromDouble((double)f);
