@@ -196,9 +196,11 @@ static int arena_reserve(pcb_map *m, size_t bytes)
 {
     if (m->arena_len + bytes <= m->arena_cap)
         return 1;
+    /* 1.5x steps: at most a third of the arena is slack right after a step
+     * (the footprint goal counts capacity), and the copies stay amortized O(1). */
     size_t cap = m->arena_cap ? m->arena_cap : 4096;
     while (cap < m->arena_len + bytes)
-        cap = cap < BIG_ALLOC ? cap * 2 : cap + cap / 2; /* 1.5x once large: less slack */
+        cap += cap / 2;
     cap = (cap + 4095) & ~(size_t)4095;
     if ((cap - 8) / 8 + 2 > UINT32_MAX)
         return 0;
@@ -211,6 +213,31 @@ static int arena_reserve(pcb_map *m, size_t bytes)
     m->arena = a;
     m->arena_cap = cap;
     return 1;
+}
+
+/* Gives back the arena's unused tail after a load reserved an upper bound
+ * (the file's size) for it. A big (mmap) arena returns whole pages in place,
+ * no copy; a small one moves into an exact allocation. The tail was never
+ * written past arena_len (map_tail decodes ciphertext only), so needs no wipe. */
+static void arena_trim(pcb_map *m)
+{
+    size_t want = (m->arena_len + 4095) & ~(size_t)4095;
+    if (want >= m->arena_cap)
+        return;
+    if (m->arena_cap >= BIG_ALLOC) {
+        if (want < BIG_ALLOC)
+            want = BIG_ALLOC; /* big_free decides by size: stay a big allocation */
+        if (want < m->arena_cap && munmap(m->arena + want, m->arena_cap - want) == 0)
+            m->arena_cap = want;
+        return;
+    }
+    uint8_t *a = big_alloc(want ? want : 4096);
+    if (a == NULL)
+        return; /* keeping the slack is harmless */
+    memcpy(a, m->arena, m->arena_len);
+    big_free(m->arena, m->arena_cap, m->secret);
+    m->arena = a;
+    m->arena_cap = want ? want : 4096;
 }
 
 static size_t map_heap_bytes(const pcb_map *m)
@@ -234,6 +261,11 @@ static size_t map_probe(const pcb_map *m, const uint8_t *name, size_t len, uint6
                 first_free = i;
         } else if (sl->tag == tag) {
             const rec_header *r = rec_at(m, sl->ref);
+            /* A hit goes on to read the value: fetch the record's next lines
+             * now, so that in a map larger than the caches their misses
+             * overlap the first one instead of following it. */
+            __builtin_prefetch((const char *)r + 64);
+            __builtin_prefetch((const char *)r + 128);
             if ((r->name_len & LEN_MASK) == len && memcmp(rec_name(r), name, len) == 0) {
                 *found = 1;
                 return i;
@@ -251,6 +283,16 @@ static const rec_header *map_find(const pcb_map *m, const uint8_t *name, size_t 
 }
 
 static int map_rehash(pcb_map *m, size_t capacity);
+
+/* Keeps the table at most 3/4 full (tombstones count) before one more
+ * insert: a full table is rebuilt with room for 1.5x its live entries, which
+ * doubles it when it holds no tombstones (map_init adds the 4/3). */
+static int map_room_for_one(pcb_map *m)
+{
+    if ((m->live + m->tombs + 1) * 4 <= (m->mask + 1) * 3)
+        return 1;
+    return map_rehash(m, (m->live + 1) + (m->live + 1) / 2);
+}
 
 /* Appends a record; returns its ref, or 0 on allocation failure. */
 static uint32_t arena_append(pcb_map *m, const uint8_t *name, size_t name_len, uint32_t flags,
@@ -277,8 +319,7 @@ static int map_put(pcb_map *m, const uint8_t *name, size_t name_len, uint32_t fl
 {
     if (name_len > LEN_MASK || value_len > UINT32_MAX)
         return 0;
-    if ((m->live + m->tombs + 1) * 4 > (m->mask + 1) * 3
-        && !map_rehash(m, (m->live + 1) * 2))
+    if (!map_room_for_one(m))
         return 0;
     uint64_t h = hash_bytes(m->seed, name, name_len);
     int found;
@@ -310,7 +351,7 @@ static int map_put(pcb_map *m, const uint8_t *name, size_t name_len, uint32_t fl
 static uint8_t *map_tail(pcb_map *m, size_t max_name, size_t max_value)
 {
     if (max_name > LEN_MASK || max_value > UINT32_MAX
-        || ((m->live + m->tombs + 1) * 4 > (m->mask + 1) * 3 && !map_rehash(m, (m->live + 1) * 2))
+        || !map_room_for_one(m)
         || !arena_reserve(m, rec_size((uint32_t)max_name, (uint32_t)max_value)))
         return NULL;
     return m->arena + m->arena_len + sizeof(rec_header);
@@ -344,7 +385,7 @@ static int map_insert_new(pcb_map *m, const uint8_t *name, size_t name_len, uint
 {
     if (name_len > LEN_MASK || value_len > UINT32_MAX)
         return -1;
-    if ((m->live + m->tombs + 1) * 4 > (m->mask + 1) * 3 && !map_rehash(m, (m->live + 1) * 2))
+    if (!map_room_for_one(m))
         return -1;
     uint64_t h = hash_bytes(m->seed, name, name_len);
     int found;
@@ -421,7 +462,7 @@ static int map_rehash(pcb_map *m, size_t capacity)
 static int map_maybe_compact(pcb_map *m)
 {
     if (m->garbage > 65536 && m->garbage * 2 > m->arena_len)
-        return map_rehash(m, m->live * 2);
+        return map_rehash(m, m->live + m->live / 2);
     return 1;
 }
 
@@ -823,13 +864,27 @@ bad_encoding:
 
 /* ---------------------------------------------------------- file I/O */
 
-/* Reads a regular file of at most max_len bytes (larger ones are refused
- * from their size, before any reading). */
-static int read_whole_file(const char *path, size_t max_len, const char *what, char **data,
-                           size_t *len, int *missing, pcb_status *st)
+/* A file's bytes as read: data[len] is a NUL, cap is the allocation. */
+typedef struct {
+    char *data;
+    size_t len, cap;
+} file_bytes;
+
+/* Frees what read_whole_file read, wiping it first if it may hold secrets. */
+static void file_bytes_free(file_bytes *f, int wipe)
 {
-    *data = NULL;
-    *len = 0;
+    big_free(f->data, f->cap, wipe);
+    memset(f, 0, sizeof *f);
+}
+
+/* Reads a regular file of at most max_len bytes (larger ones are refused
+ * from their size, before any reading). A large file lands in big_alloc
+ * memory (huge pages where the kernel gives them): a store file is read
+ * once per open and is the largest buffer an open touches. */
+static int read_whole_file(const char *path, size_t max_len, const char *what, file_bytes *f,
+                           int *missing, pcb_status *st)
+{
+    memset(f, 0, sizeof *f);
     *missing = 0;
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is then
      * refused as not a regular file (the flag means nothing for those). */
@@ -857,7 +912,7 @@ static int read_whole_file(const char *path, size_t max_len, const char *what, c
                         path, (long long)sb.st_size, what, max_len);
     }
     size_t cap = (size_t)sb.st_size + 1, n = 0;
-    char *buf = malloc(cap);
+    char *buf = big_alloc(cap);
     if (buf == NULL) {
         close(fd);
         return oom(st);
@@ -865,18 +920,18 @@ static int read_whole_file(const char *path, size_t max_len, const char *what, c
     for (;;) {
         if (n == cap) { /* the file grew under us */
             if (n > max_len) {
-                wipe_free(buf, cap);
+                big_free(buf, cap, 1);
                 close(fd);
                 return pcb_fail(st, PCB_E_FORMAT, "%s grew past the %zu bytes it may hold", path, max_len);
             }
-            char *bigger = malloc(cap * 2);
+            char *bigger = big_alloc(cap * 2);
             if (bigger == NULL) {
-                wipe_free(buf, cap);
+                big_free(buf, cap, 1);
                 close(fd);
                 return oom(st);
             }
             memcpy(bigger, buf, n);
-            wipe_free(buf, cap);
+            big_free(buf, cap, 1);
             buf = bigger;
             cap *= 2;
         }
@@ -884,7 +939,7 @@ static int read_whole_file(const char *path, size_t max_len, const char *what, c
         if (r < 0) {
             if (errno == EINTR)
                 continue;
-            wipe_free(buf, cap);
+            big_free(buf, cap, 1);
             close(fd);
             return os_fail(st, "cannot read %s", path);
         }
@@ -894,8 +949,9 @@ static int read_whole_file(const char *path, size_t max_len, const char *what, c
     }
     close(fd);
     buf[n] = '\0'; /* the loop leaves n < cap: text readers may use string functions */
-    *data = buf;
-    *len = n;
+    f->data = buf;
+    f->len = n;
+    f->cap = cap;
     return 1;
 }
 
@@ -1103,22 +1159,22 @@ static int master_from_file(pcb_store *s, const char *path, int may_create,
                         "master key file %s is accessible by group or others (mode %04o); "
                         "it must be private to its owner: run chmod 600 %s",
                         path, (unsigned)(sb.st_mode & 07777), path);
-    char *data;
-    size_t len;
+    file_bytes f;
     int missing;
     if (sb.st_size != MASTER_KEY_LEN) /* refused from its size, unread */
         return pcb_fail(st, PCB_E_FORMAT, "master key file %s must hold exactly 32 bytes, holds %lld",
                         path, (long long)sb.st_size);
-    if (!read_whole_file(path, MASTER_KEY_LEN, "a master key", &data, &len, &missing, st))
+    if (!read_whole_file(path, MASTER_KEY_LEN, "a master key", &f, &missing, st))
         return 0;
     if (missing) {
         errno = ENOENT;
         return os_fail(st, "master key file %s vanished", path);
     }
+    size_t len = f.len;
     int ok = len == MASTER_KEY_LEN;
     if (ok)
-        memcpy(key, data, MASTER_KEY_LEN);
-    wipe_free(data, len + 1);
+        memcpy(key, f.data, MASTER_KEY_LEN);
+    file_bytes_free(&f, 1);
     if (!ok)
         return pcb_fail(st, PCB_E_FORMAT, "master key file %s must hold exactly 32 bytes, holds %zu",
                         path, len);
@@ -1170,13 +1226,12 @@ static int scrypt_derive(pcb_store *s, const uint8_t *salt, size_t salt_len, uin
 static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MASTER_KEY_LEN],
                                   int *created, pcb_status *st)
 {
-    char *data;
-    size_t len;
+    file_bytes f;
     int missing;
     uint8_t salt[16];
     uint64_t n = s->opt.scrypt_n ? s->opt.scrypt_n : DEFAULT_SCRYPT_N, r = 8, p = 1;
     *created = 0;
-    if (!read_whole_file(s->scrypt_path, 4096, "a scrypt parameter file", &data, &len, &missing, st))
+    if (!read_whole_file(s->scrypt_path, 4096, "a scrypt parameter file", &f, &missing, st))
         return 0;
     if (missing && !may_create) {
         errno = ENOENT;
@@ -1196,12 +1251,12 @@ static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MAST
             return 0;
         *created = 1;
     } else {
-        const char *sp = strstr(data, "\"salt\": \"");
-        int ok = sp != NULL && len < 4096 && json_u64(data, "n", &n) && json_u64(data, "r", &r)
+        const char *data = f.data, *sp = strstr(data, "\"salt\": \"");
+        int ok = sp != NULL && f.len < 4096 && json_u64(data, "n", &n) && json_u64(data, "r", &r)
                  && json_u64(data, "p", &p) && strlen(sp) > 9 + 32 && sp[9 + 32] == '"'
                  && hex_decode(sp + 9, 32, salt) && n >= 2 && (n & (n - 1)) == 0
                  && n <= ((uint64_t)1 << 24) && r >= 1 && r <= 64 && p >= 1 && p <= 16;
-        free(data);
+        file_bytes_free(&f, 0);
         if (!ok)
             return pcb_fail(st, PCB_E_FORMAT,
                             "%s is not a valid scrypt parameter file (expected {\"kdf\": \"scrypt\", "
@@ -1673,6 +1728,8 @@ static int parse_into(pcb_store *s, load_ctx *c, const char *data, size_t len, c
         return oom(c->st);
     /* The map finds duplicate names itself, so the parser need not copy them all. */
     int rc = pcb_prefs_parse_flags(data, len, PCB_PREFS_ALLOW_DUPLICATES, load_entry, c, err, sizeof err);
+    if (rc == 0)
+        arena_trim(&s->map);
     if (rc == -1)
         return pcb_fail(c->st, PCB_E_FORMAT, "%s is not a valid SharedPreferences XML file (%s): %s",
                         s->path, what, err);
@@ -1746,17 +1803,16 @@ static int load_master(pcb_store *s, int may_create, int *created, pcb_status *s
 
 static int load(pcb_store *s, int *created, pcb_status *st)
 {
-    char *data = NULL;
-    size_t len = 0;
+    file_bytes f;
     int missing, ok;
     load_ctx c;
     memset(&c, 0, sizeof c);
     c.s = s;
     c.st = st;
     pcb_buf_init(&c.value);
-    if (!read_whole_file(s->path, MAX_FILE, "a store (4 GiB)", &data, &len, &missing, st))
+    if (!read_whole_file(s->path, MAX_FILE, "a store (4 GiB)", &f, &missing, st))
         return 0;
-    ok = missing || parse_into(s, &c, data, len, "the store file");
+    ok = missing || parse_into(s, &c, f.data, f.len, "the store file");
     if (ok && s->opt.encrypted) {
         /* The master key is created only for a store without keysets, so a
          * failed open never leaves a new key file behind. */
@@ -1811,7 +1867,7 @@ static int load(pcb_store *s, int *created, pcb_status *st)
     free(c.sealed_text);
     pcb_buf_free(&c.value);
     wipe_free(c.dec, c.dec_cap);
-    free(data); /* the file's bytes: ciphertext, or a plain store's own public text */
+    file_bytes_free(&f, 0); /* ciphertext, or a plain store's own public text */
     return ok;
 }
 

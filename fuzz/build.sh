@@ -71,11 +71,14 @@ pid1=$!
 "$cc" "${flags[@]}" "${crypto_cflags[@]}" "$here/fuzz_cipher_args.c" "${core[@]}" \
     -o "$out/fuzz_cipher_args" "${crypto_libs[@]}" -lpthread -lm &
 pid2=$!
+"$cc" "${flags[@]}" "$here/fuzz_b64.c" "$root/csrc/pcb_b64.c" -o "$out/fuzz_b64" &
+pid3=$!
 rc=0
 wait "$pid1" || rc=1
 wait "$pid2" || rc=1
+wait "$pid3" || rc=1
 if [ "$rc" != 0 ]; then
     echo "fuzz/build.sh: build failed" >&2
     exit 1
 fi
-echo "fuzz/build.sh: built $out/fuzz_store_load $out/fuzz_cipher_args" >&2
+echo "fuzz/build.sh: built $out/fuzz_store_load $out/fuzz_cipher_args $out/fuzz_b64" >&2
