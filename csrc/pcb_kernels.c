@@ -415,7 +415,8 @@ int pcb_cipher_open(pcb_cipher *c, const pcb_evp_cache *cache, const pcb_transfo
     }
     if (t->mode == PCB_MODE_SIV) {
         const EVP_CIPHER *ctr = cache->cipher[PCB_EVP_AES128_CTR + (idx - PCB_EVP_AES128_CBC)];
-        if (!pcb_siv_new(&c->siv, cache->cipher[idx], ctr))
+        const EVP_CIPHER *ecb = cache->cipher[PCB_EVP_AES128_ECB + (idx - PCB_EVP_AES128_CBC)];
+        if (ctr == NULL || ecb == NULL || !pcb_siv_new(&c->siv, cache->cipher[idx], ecb, ctr))
             return pcb_fail_openssl(st, "AES-SIV setup");
         c->siv_ready = 1;
         if (!pcb_siv_set_key(&c->siv, key, key_len))

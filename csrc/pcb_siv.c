@@ -1,10 +1,19 @@
 /*
- * pcb_siv.c — AES-SIV (RFC 5297) on EVP AES-CBC and AES-CTR (see pcb_siv.h).
+ * pcb_siv.c — AES-SIV (RFC 5297) on EVP AES-CBC, AES-ECB and AES-CTR (see pcb_siv.h).
  *
  * CMAC (NIST SP 800-38B) is CBC-MAC with a zero IV whose last block is
  * XORed with subkey K1 (complete block) or padded and XORed with K2. The
  * leading blocks go through one CBC update per chunk so long inputs run at
  * AES-NI CBC speed; only the last (tweaked) block is handled by hand.
+ *
+ * Short messages are where SIV's cost is per call, and in OpenSSL 3 setting
+ * an IV on an EVP context is its most expensive step. So nothing here sets
+ * one per message: the CBC context is never re-IV'd after keying; instead we
+ * keep its chaining value (the last block it output) and XOR it into the
+ * first block of the next CMAC, which is the same as starting from a zero
+ * IV. And the CTR keystream of a short message is made by ECB-encrypting
+ * its counter blocks; only long messages re-IV the CTR context, where that
+ * cost vanishes against the data.
  */
 #include "pcb_siv.h"
 
@@ -12,7 +21,8 @@
 #include <string.h>
 #include <openssl/crypto.h>
 
-#define CHUNK 1024 /* scratch for CBC output nobody reads but the last block */
+#define CHUNK 1024     /* scratch for CBC output nobody reads but the last block */
+#define ECB_CTR_MAX 256 /* up to this many bytes, CTR runs as ECB over counter blocks */
 
 static const uint8_t zero_block[16];
 
@@ -55,20 +65,36 @@ static inline void xor16(uint8_t *dst, const uint8_t *a)
         dst[i] ^= a[i];
 }
 
-/* Runs whole blocks through the CMAC chain (the CBC context keeps the state). */
-static int chain_blocks(pcb_siv *s, const uint8_t *in, size_t len)
+/* Runs whole blocks through the CMAC chain (the CBC context keeps the state).
+ * The first block of a CMAC is XORed with the context's chaining value first:
+ * CBC then encrypts it as if the IV were zero. */
+static int chain_blocks(pcb_siv *s, const uint8_t *in, size_t len, int *first)
 {
     uint8_t scratch[CHUNK];
-    while (len > 0) {
+    size_t used = 0;
+    int ok = 1;
+    if (len > 0 && *first) {
+        uint8_t b[16];
+        int outl;
+        memcpy(b, in, 16);
+        xor16(b, s->chain);
+        ok = EVP_EncryptUpdate(s->mac, scratch, &outl, b, 16);
+        OPENSSL_cleanse(b, sizeof b);
+        used = 16;
+        *first = 0;
+        in += 16;
+        len -= 16;
+    }
+    while (ok && len > 0) {
         size_t n = len < CHUNK ? len : CHUNK;
         int outl;
-        if (!EVP_EncryptUpdate(s->mac, scratch, &outl, in, (int)n))
-            return 0;
+        ok = EVP_EncryptUpdate(s->mac, scratch, &outl, in, (int)n);
+        used = used > n ? used : n;
         in += n;
         len -= n;
     }
-    OPENSSL_cleanse(scratch, sizeof scratch);
-    return 1;
+    OPENSSL_cleanse(scratch, used); /* only what was written */
+    return ok;
 }
 
 /*
@@ -80,24 +106,29 @@ static int cmac(pcb_siv *s, const uint8_t *msg, size_t len,
 {
     uint8_t tail[32], last[16];
     size_t tail_len, head_len;
-    int outl;
+    int outl, first = 1, ok;
 
-    if (!EVP_EncryptInit_ex2(s->mac, NULL, NULL, zero_block, NULL))
-        return 0;
+    if (s->chain_lost) { /* a failed update left the CBC state unknown */
+        if (!EVP_EncryptInit_ex2(s->mac, NULL, NULL, zero_block, NULL))
+            return 0;
+        memset(s->chain, 0, 16);
+        s->chain_lost = 0;
+    }
     /* The tail holds the final block, plus the block before it when the
      * xorend span straddles two blocks; everything before is chained as is. */
     tail_len = len == 0 ? 0 : ((len - 1) % 16) + 1;
     if (xor_end != NULL && tail_len < 16)
         tail_len += 16;
     head_len = len - tail_len;
-    if (!chain_blocks(s, msg, head_len))
+    s->chain_lost = 1; /* until the chain is known again below */
+    if (!chain_blocks(s, msg, head_len, &first))
         return 0;
     memcpy(tail, msg + head_len, tail_len);
     if (xor_end != NULL)
         for (int i = 0; i < 16; i++)
             tail[tail_len - 16 + i] ^= xor_end[i];
     if (tail_len > 16) {
-        if (!chain_blocks(s, tail, 16))
+        if (!chain_blocks(s, tail, 16, &first))
             return 0;
         memmove(tail, tail + 16, tail_len - 16);
         tail_len -= 16;
@@ -111,21 +142,30 @@ static int cmac(pcb_siv *s, const uint8_t *msg, size_t len,
         last[tail_len] = 0x80;
         xor16(last, s->sub2);
     }
-    int ok = EVP_EncryptUpdate(s->mac, mac, &outl, last, 16);
+    if (first)
+        xor16(last, s->chain);
+    ok = EVP_EncryptUpdate(s->mac, mac, &outl, last, 16);
+    if (ok) {
+        memcpy(s->chain, mac, 16);
+        s->chain_lost = 0;
+    }
     OPENSSL_cleanse(tail, sizeof tail);
     OPENSSL_cleanse(last, sizeof last);
     return ok;
 }
 
-int pcb_siv_new(pcb_siv *s, const EVP_CIPHER *cbc, const EVP_CIPHER *ctr)
+int pcb_siv_new(pcb_siv *s, const EVP_CIPHER *cbc, const EVP_CIPHER *ecb, const EVP_CIPHER *ctr)
 {
     memset(s, 0, sizeof *s);
     s->mac = EVP_CIPHER_CTX_new();
+    s->ecb = EVP_CIPHER_CTX_new();
     s->ctr = EVP_CIPHER_CTX_new();
-    if (s->mac == NULL || s->ctr == NULL
+    if (s->mac == NULL || s->ecb == NULL || s->ctr == NULL
         || !EVP_EncryptInit_ex2(s->mac, cbc, NULL, NULL, NULL)
+        || !EVP_EncryptInit_ex2(s->ecb, ecb, NULL, NULL, NULL)
         || !EVP_EncryptInit_ex2(s->ctr, ctr, NULL, NULL, NULL)
-        || !EVP_CIPHER_CTX_set_padding(s->mac, 0)) {
+        || !EVP_CIPHER_CTX_set_padding(s->mac, 0)
+        || !EVP_CIPHER_CTX_set_padding(s->ecb, 0)) {
         pcb_siv_free(s);
         return 0;
     }
@@ -141,10 +181,14 @@ int pcb_siv_set_key(pcb_siv *s, const uint8_t *key, size_t key_len)
 
     if (key_len != s->key_len)
         return 0;
+    s->chain_lost = 1;
     if (!EVP_EncryptInit_ex2(s->mac, NULL, key, zero_block, NULL)
+        || !EVP_EncryptInit_ex2(s->ecb, NULL, key + half, NULL, NULL)
         || !EVP_EncryptInit_ex2(s->ctr, NULL, key + half, NULL, NULL)
         || !EVP_EncryptUpdate(s->mac, l, &outl, zero_block, 16))
         return 0;
+    memcpy(s->chain, l, 16); /* the CBC state after L = E(K1, 0) */
+    s->chain_lost = 0;
     memcpy(s->sub1, l, 16);
     dbl(s->sub1);
     memcpy(s->sub2, s->sub1, 16);
@@ -156,6 +200,7 @@ int pcb_siv_set_key(pcb_siv *s, const uint8_t *key, size_t key_len)
 void pcb_siv_free(pcb_siv *s)
 {
     EVP_CIPHER_CTX_free(s->mac);
+    EVP_CIPHER_CTX_free(s->ecb);
     EVP_CIPHER_CTX_free(s->ctr);
     OPENSSL_cleanse(s, sizeof *s);
 }
@@ -190,7 +235,8 @@ int pcb_s2v_final(pcb_siv *s, const uint8_t d[16], const uint8_t *p, size_t len,
     return ok;
 }
 
-/* CTR under K2 from Q = V with bits 63 and 31 cleared (RFC 5297 2.6). */
+/* CTR under K2 from Q = V with bits 63 and 31 cleared (RFC 5297 2.6); the
+ * counter is Q + i as a 128-bit big-endian number, as OpenSSL's CTR counts. */
 static int siv_ctr(pcb_siv *s, const uint8_t v[16], const uint8_t *in,
                    size_t len, uint8_t *out)
 {
@@ -198,9 +244,27 @@ static int siv_ctr(pcb_siv *s, const uint8_t v[16], const uint8_t *in,
     memcpy(q, v, 16);
     q[8] &= 0x7f;
     q[12] &= 0x7f;
-    if (!EVP_EncryptInit_ex2(s->ctr, NULL, NULL, q, NULL))
-        return 0;
-    return len == 0 || pcb_evp_update(s->ctr, out, NULL, in, len);
+    if (len > ECB_CTR_MAX) {
+        if (!EVP_EncryptInit_ex2(s->ctr, NULL, NULL, q, NULL))
+            return 0;
+        return pcb_evp_update(s->ctr, out, NULL, in, len);
+    }
+    if (len == 0)
+        return 1;
+    uint8_t ks[ECB_CTR_MAX];
+    size_t blocks = (len + 15) / 16;
+    int outl, ok;
+    for (size_t b = 0; b < blocks; b++) {
+        memcpy(ks + 16 * b, q, 16);
+        for (int i = 15; i >= 0 && ++q[i] == 0; i--)
+            ;
+    }
+    ok = EVP_EncryptUpdate(s->ecb, ks, &outl, ks, (int)(16 * blocks));
+    if (ok)
+        for (size_t i = 0; i < len; i++)
+            out[i] = in[i] ^ ks[i];
+    OPENSSL_cleanse(ks, 16 * blocks);
+    return ok;
 }
 
 int pcb_siv_encrypt(pcb_siv *s, const uint8_t d[16], const uint8_t *p,

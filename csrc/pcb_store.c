@@ -1316,6 +1316,7 @@ static int key_contexts(pcb_store *s, pcb_status *st)
     if (s->opt.key_enc == PCB_KEYENC_SIV && s->opt.layout == PCB_LAYOUT_ENTRIES) {
         if (!s->siv_ready) {
             if (!pcb_siv_new(&s->siv, s->cache->cipher[PCB_EVP_AES256_CBC],
+                             s->cache->cipher[PCB_EVP_AES256_ECB],
                              s->cache->cipher[PCB_EVP_AES256_CTR]))
                 return pcb_fail_openssl(st, "AES-SIV setup");
             s->siv_ready = 1;

@@ -292,7 +292,11 @@ def test_b_reference_file_1000_entries(tmp_path, master):
 def test_c_name_and_value_sizes(tmp_path, master):
     kf, key = master
     path = tmp_path / "sizes.xml"
-    items = [("k" * k, STRING, "v" * k) for k in (0, 1, 15, 16, 17, 31, 32, 33, 100)]
+    # Names around the SIV boundaries (CMAC blocks; 256 bytes, where the CTR
+    # keystream switches from ECB counter blocks to the CTR context) and values
+    # around the Base64 decoder's SIMD steps (16/32/64 characters).
+    sizes = (0, 1, 15, 16, 17, 31, 32, 33, 47, 48, 49, 100, 239, 240, 241, 255, 256, 257, 1000, 5000)
+    items = [("k" * k, STRING, "v" * k) for k in sizes]
     items += [("ü" * 10, INT, 1), ("🔑", LONG, 2), ("f", FLOAT, 0.5), ("b", BOOLEAN, True),
               ("s", STRING_SET, {"aa", "bbb", ""}), ("e", STRING_SET, set())]
     with open_store(path, kf) as s:
@@ -317,6 +321,13 @@ def test_c_name_and_value_sizes(tmp_path, master):
         assert name_raw[:5] == b"\x01" + struct.pack(">I", ks.siv_key_id)
         assert value_raw[:5] == b"\x01" + struct.pack(">I", ks.value_key_id)
     assert seen == len(items)
+    # Read back in a mixed order: one SIV state serves every length in turn.
+    order = items[::2] + items[1::2][::-1]
+    with open_store(path, kf) as s:
+        for n, t, v in order:
+            assert getattr(s, GETTERS[t])(n, None) == v, n
+            assert n in s
+        assert s.all() == {n: v for n, t, v in items}
 
 
 # ---------------------------------------------------------------------------
