@@ -172,7 +172,9 @@ static PyObject *decode_str(const uint8_t *p, size_t n)
 }
 
 /* Plaintext serialization -> (type id, Python value). */
-static PyObject *deserialize_value(PyObject *self, const uint8_t *v, size_t vl)
+/* The Python value of a serialized entry, *type_out its type id; NULL with
+ * StoreFormatError if it is malformed. */
+static PyObject *decode_value(PyObject *self, const uint8_t *v, size_t vl, uint32_t *type_out)
 {
     module_state *ms = type_state(self);
     PyObject *value = NULL;
@@ -238,12 +240,20 @@ static PyObject *deserialize_value(PyObject *self, const uint8_t *v, size_t vl)
         }
         return NULL;
     }
-    PyObject *r = Py_BuildValue("(IN)", type, value);
-    return r;
+    *type_out = type;
+    return value;
 bad:
     PyErr_SetString(ms->StoreFormatError,
                     "an entry decrypted to a malformed value (unknown type id or bad lengths)");
     return NULL;
+}
+
+/* (type id, value) of a serialized entry. */
+static PyObject *deserialize_value(PyObject *self, const uint8_t *v, size_t vl)
+{
+    uint32_t type;
+    PyObject *value = decode_value(self, v, vl, &type);
+    return value ? Py_BuildValue("(IN)", type, value) : NULL;
 }
 
 /* ------------------------------------------------------------- Store */
@@ -490,6 +500,55 @@ static PyObject *Store_get_typed(StoreObject *so, PyObject *name_obj)
     return r;
 }
 
+/* get_as(name, type_id, default): the typed getters in one C call (no tuple,
+ * no second Python frame); type_id -1 takes any type. */
+static PyObject *Store_get_as(StoreObject *so, PyObject *const *args, Py_ssize_t nargs)
+{
+    const char *name;
+    Py_ssize_t nl;
+    pcb_status st = {0};
+    pcb_buf out;
+    int found, ok;
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "get_as() takes 3 arguments (name, type_id, default), "
+                     "%zd given", nargs);
+        return NULL;
+    }
+    if (!PyLong_Check(args[1])) {
+        PyErr_Format(PyExc_TypeError, "type_id must be an int, not %.80s", Py_TYPE(args[1])->tp_name);
+        return NULL;
+    }
+    long want = PyLong_AsLong(args[1]);
+    if (want == -1 && PyErr_Occurred())
+        return NULL;
+    if (want < -1 || want > PCB_PREF_BOOLEAN) {
+        PyErr_Format(PyExc_ValueError, "type_id must be -1 (any) or an ESP type id 0..%d, not %ld",
+                     PCB_PREF_BOOLEAN, want);
+        return NULL;
+    }
+    if (!name_arg(args[0], &name, &nl))
+        return NULL;
+    pcb_store *s = acquire(so);
+    if (s == NULL)
+        return NULL;
+    pcb_buf_init(&out);
+    ok = pcb_store_get(s, name, (size_t)nl, &out, &found, &st);
+    release(so);
+    PyObject *r;
+    if (!ok) {
+        r = raise_st((PyObject *)so, &st);
+    } else if (!found) {
+        r = Py_NewRef(args[2]);
+    } else {
+        uint32_t type;
+        r = decode_value((PyObject *)so, (const uint8_t *)out.data, out.len, &type);
+        if (r != NULL && want >= 0 && type != (uint32_t)want)
+            Py_SETREF(r, Py_NewRef(args[2])); /* a type mismatch gives the default, as Android */
+    }
+    pcb_buf_free(&out);
+    return r;
+}
+
 static int Store_contains(StoreObject *so, PyObject *name_obj)
 {
     const char *name;
@@ -692,6 +751,9 @@ static PyObject *Store_path(StoreObject *so, void *Py_UNUSED(closure))
 static PyMethodDef Store_methods[] = {
     {"get_typed", (PyCFunction)Store_get_typed, METH_O,
      "get_typed(name) -> tuple[int, object] | None\n\nThe entry's (type id, value), or None."},
+    {"get_as", (PyCFunction)(void (*)(void))Store_get_as, METH_FASTCALL,
+     "get_as(name, type_id, default, /) -> object\n\nThe entry's value if it exists and has "
+     "type_id (-1: any type), else default."},
     {"all", (PyCFunction)Store_all, METH_NOARGS, "all() -> dict\n\nEvery entry, decrypted."},
     {"edit", (PyCFunction)Store_edit, METH_NOARGS, "edit() -> Editor"},
     {"flush", (PyCFunction)Store_flush, METH_NOARGS,

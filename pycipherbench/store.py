@@ -124,35 +124,29 @@ class Store:
         self._store = store
         self.options = options
 
-    # -- reads: the default on a missing entry or a type mismatch, as Android
-    def _typed(self, name: str, types: tuple[int, ...], default: Any) -> Any:
-        found = self._store.get_typed(name)
-        if found is None or found[0] not in types:
-            return default
-        return found[1]
-
+    # -- reads: the default on a missing entry or a type mismatch, as Android.
+    # Each is one C call (get_as): a getter's cost is mostly the store's own.
     def get_string(self, name: str, default: T = None) -> str | T:  # type: ignore[assignment]
-        return self._typed(name, (STRING,), default)
+        return self._store.get_as(name, STRING, default)  # type: ignore[no-any-return]
 
     def get_int(self, name: str, default: T = None) -> int | T:  # type: ignore[assignment]
-        return self._typed(name, (INT,), default)
+        return self._store.get_as(name, INT, default)  # type: ignore[no-any-return]
 
     def get_long(self, name: str, default: T = None) -> int | T:  # type: ignore[assignment]
-        return self._typed(name, (LONG,), default)
+        return self._store.get_as(name, LONG, default)  # type: ignore[no-any-return]
 
     def get_float(self, name: str, default: T = None) -> float | T:  # type: ignore[assignment]
-        return self._typed(name, (FLOAT,), default)
+        return self._store.get_as(name, FLOAT, default)  # type: ignore[no-any-return]
 
     def get_bool(self, name: str, default: T = None) -> bool | T:  # type: ignore[assignment]
-        return self._typed(name, (BOOLEAN,), default)
+        return self._store.get_as(name, BOOLEAN, default)  # type: ignore[no-any-return]
 
     def get_string_set(self, name: str, default: T = None) -> set[str] | T:  # type: ignore[assignment]
-        return self._typed(name, (STRING_SET,), default)
+        return self._store.get_as(name, STRING_SET, default)  # type: ignore[no-any-return]
 
     def get(self, name: str, default: Any = None) -> Any:
         """The entry's value whatever its type (str, set, int, float, bool), or default."""
-        found = self._store.get_typed(name)
-        return default if found is None else found[1]
+        return self._store.get_as(name, -1, default)
 
     def __contains__(self, name: str) -> bool:
         return name in self._store

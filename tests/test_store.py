@@ -1164,3 +1164,39 @@ def test_bench_directory_is_cleaned(tmp_path):
     m = store.bench("commit", directory=tmp_path, **TINY)
     check_measurement(m, "commit")
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------
+# get_as: the typed getters' one C call
+# ---------------------------------------------------------------------------
+
+TYPE_IDS = {"string": store.STRING, "string_set": store.STRING_SET, "int": store.INT,
+            "long": store.LONG, "float": store.FLOAT, "bool": store.BOOLEAN}
+
+
+def test_get_as_agrees_with_get_typed_for_every_type_and_mismatch(s):
+    put_all(s, DATA)
+    core = s._store
+    for name in list(DATA) + ["missing"]:
+        found = core.get_typed(name)
+        assert core.get_as(name, -1, MISSING) == (MISSING if found is None else found[1])
+        for label, tid in TYPE_IDS.items():
+            want = found[1] if found is not None and found[0] == tid else MISSING
+            got = core.get_as(name, tid, MISSING)
+            assert got == want and type(got) is type(want), (name, label)
+            assert getattr(s, GET[label])(name, MISSING) == want
+
+
+@pytest.mark.parametrize("args, exc, pattern", [
+    (("k", "0", None), TypeError, r"type_id must be an int"),
+    (("k", 1.0, None), TypeError, r"type_id must be an int"),
+    (("k", 6, None), ValueError, r"type_id must be -1 \(any\) or an ESP type id 0\.\.5"),
+    (("k", -2, None), ValueError, r"type_id must be -1"),
+    (("k", 2**70, None), OverflowError, r"too large"),
+    ((b"k", 0, None), TypeError, r"str"),
+    (("k", 0), TypeError, r"takes 3 arguments"),
+    (("k", 0, None, None), TypeError, r"takes 3 arguments"),
+])
+def test_get_as_bad_input(s, args, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        s._store.get_as(*args)
