@@ -343,58 +343,43 @@ static int map_put(pcb_map *m, const uint8_t *name, size_t name_len, uint32_t fl
 }
 
 /*
- * Two-step insert for loading without a copy: map_tail() gives room for a
- * record of up to the given sizes, the caller decodes its name and value
- * into it, and map_commit_tail() files it (1), or finds the name already
- * there (0, nothing added).
+ * Loading files records in two steps: a record is appended to the arena as
+ * it is parsed (map_tail() gives room to decode a record straight into,
+ * map_append_tail() then closes it), and map_file_record() later puts it in
+ * the table. The loader runs the second step a few records behind the first,
+ * so that each slot can be fetched ahead: a file's worth of random slot
+ * misses is most of what a load waits on once the table outgrows the caches.
  */
 static uint8_t *map_tail(pcb_map *m, size_t max_name, size_t max_value)
 {
     if (max_name > LEN_MASK || max_value > UINT32_MAX
-        || !map_room_for_one(m)
         || !arena_reserve(m, rec_size((uint32_t)max_name, (uint32_t)max_value)))
         return NULL;
     return m->arena + m->arena_len + sizeof(rec_header);
 }
 
-static int map_commit_tail(pcb_map *m, size_t name_len, size_t value_len)
+/* Closes the record decoded at the tail; returns its ref (not yet in the table). */
+static uint32_t map_append_tail(pcb_map *m, size_t name_len, size_t value_len)
 {
     rec_header *r = (rec_header *)(m->arena + m->arena_len);
-    const uint8_t *name = (const uint8_t *)(r + 1);
-    uint64_t h = hash_bytes(m->seed, name, name_len);
-    int found;
-    size_t i = map_probe(m, name, name_len, h, &found);
-    if (found)
-        return 0;
     size_t sz = rec_size((uint32_t)name_len, (uint32_t)value_len);
     r->name_len = (uint32_t)name_len;
     r->value_len = (uint32_t)value_len;
     memset((uint8_t *)(r + 1) + name_len + value_len, 0, sz - sizeof *r - name_len - value_len);
-    if (m->slots[i].ref == REF_TOMB)
-        m->tombs--;
-    m->live++;
-    m->slots[i].tag = (uint32_t)(h >> 32);
-    m->slots[i].ref = (uint32_t)(m->arena_len / 8 + 2);
+    uint32_t ref = (uint32_t)(m->arena_len / 8 + 2);
     m->arena_len += sz;
-    return 1;
+    return ref;
 }
 
-/* Inserts a name that must be new: 1 inserted, 0 already there, -1 out of memory. */
-static int map_insert_new(pcb_map *m, const uint8_t *name, size_t name_len, uint32_t flags,
-                          const uint8_t *value, size_t value_len)
+/* Puts an arena record that is not in the table yet (h: its name's hash)
+ * into the table: 1, or 0 if its name is already there (nothing changed). */
+static int map_file_record(pcb_map *m, uint32_t ref, uint64_t h)
 {
-    if (name_len > LEN_MASK || value_len > UINT32_MAX)
-        return -1;
-    if (!map_room_for_one(m))
-        return -1;
-    uint64_t h = hash_bytes(m->seed, name, name_len);
+    const rec_header *r = rec_at(m, ref);
     int found;
-    size_t i = map_probe(m, name, name_len, h, &found); /* one probe finds both */
+    size_t i = map_probe(m, rec_name(r), r->name_len & LEN_MASK, h, &found);
     if (found)
         return 0;
-    uint32_t ref = arena_append(m, name, name_len, flags, value, value_len);
-    if (ref == 0)
-        return -1;
     if (m->slots[i].ref == REF_TOMB)
         m->tombs--;
     m->live++;
@@ -1558,6 +1543,8 @@ static int write_snapshot(pcb_store *s, uint64_t *gen, pcb_status *st)
 
 /* ------------------------------------------------------------- loading */
 
+#define LOAD_AHEAD 16 /* records appended before their slot is needed */
+
 typedef struct {
     pcb_store *s;
     pcb_status *st;
@@ -1569,6 +1556,12 @@ typedef struct {
     uint8_t *dec;  /* scratch for Base64 decoding */
     size_t dec_cap;
     int into_plain; /* parsing the inner map of layout=file */
+    /* records appended but not yet filed in the table, oldest at ahead_head */
+    struct {
+        uint64_t h;
+        uint32_t ref;
+    } ahead[LOAD_AHEAD];
+    size_t n_ahead, ahead_head;
 } load_ctx;
 
 static uint8_t *dec_scratch(load_ctx *c, size_t n)
@@ -1585,6 +1578,68 @@ static uint8_t *dec_scratch(load_ctx *c, size_t n)
         c->dec_cap = cap;
     }
     return c->dec;
+}
+
+/* Files the oldest appended record in the table; 0 with the error set if
+ * its name is already there. */
+static int load_file_oldest(load_ctx *c)
+{
+    pcb_map *m = &c->s->map;
+    uint64_t h = c->ahead[c->ahead_head].h;
+    uint32_t ref = c->ahead[c->ahead_head].ref;
+    c->ahead_head = (c->ahead_head + 1) % LOAD_AHEAD;
+    c->n_ahead--;
+    if (map_file_record(m, ref, h))
+        return 1;
+    char who[64];
+    describe_entry(c->s, rec_at(m, ref), who, sizeof who);
+    return pcb_fail(c->st, PCB_E_FORMAT, "%s: entry '%s' appears twice (duplicate name)",
+                    c->s->path, who);
+}
+
+static int load_flush(load_ctx *c)
+{
+    while (c->n_ahead > 0)
+        if (!load_file_oldest(c))
+            return 0;
+    return 1;
+}
+
+/* Room in the table for one more record besides the queued ones; growing
+ * it rebuilds from the arena, so everything queued is filed first. */
+static int load_room(load_ctx *c)
+{
+    pcb_map *m = &c->s->map;
+    if ((m->live + m->tombs + c->n_ahead + 1) * 4 <= (m->mask + 1) * 3)
+        return 1;
+    return load_flush(c) && (map_room_for_one(m) || oom(c->st));
+}
+
+/* Queues a record just appended: its slot is fetched now and filed
+ * LOAD_AHEAD records later, when the fetch has landed. */
+static int load_queue(load_ctx *c, uint32_t ref)
+{
+    pcb_map *m = &c->s->map;
+    const rec_header *r = rec_at(m, ref);
+    uint64_t h = hash_bytes(m->seed, rec_name(r), r->name_len & LEN_MASK);
+    __builtin_prefetch(&m->slots[h & m->mask], 1);
+    if (c->n_ahead == LOAD_AHEAD && !load_file_oldest(c))
+        return 0;
+    size_t at = (c->ahead_head + c->n_ahead) % LOAD_AHEAD;
+    c->ahead[at].h = h;
+    c->ahead[at].ref = ref;
+    c->n_ahead++;
+    return 1;
+}
+
+/* Appends a record and queues it; 1, or 0 with the error set. */
+static int load_record(load_ctx *c, const uint8_t *name, size_t nl, uint32_t flags,
+                       const uint8_t *value, size_t vl)
+{
+    if (nl > LEN_MASK || vl > UINT32_MAX || !load_room(c))
+        return c->st->code ? 0 : oom(c->st);
+    uint32_t ref = arena_append(&c->s->map, name, nl, flags, value, vl);
+    return ref != 0 ? load_queue(c, ref) : oom(c->st);
 }
 
 /* Plaintext serialization of a parsed native element. */
@@ -1635,11 +1690,8 @@ static int load_entry(void *arg, const pcb_pref_entry *e)
         serialize_entry(&c->value, e);
         if (c->value.failed)
             return oom(c->st), 1;
-        int rc = map_insert_new(&s->map, (const uint8_t *)e->name, e->name_len, 0,
-                                (const uint8_t *)c->value.data, c->value.len);
-        if (rc == 0)
-            return pcb_fail(c->st, PCB_E_FORMAT, "%s: entry '%.40s' appears twice (duplicate name)", s->path, e->name), 1;
-        return rc < 0 ? (oom(c->st), 1) : 0;
+        return !load_record(c, (const uint8_t *)e->name, e->name_len, 0,
+                            (const uint8_t *)c->value.data, c->value.len);
     }
     if (e->type != PCB_PREF_STRING)
         return pcb_fail(c->st, PCB_E_FORMAT,
@@ -1676,17 +1728,15 @@ static int load_entry(void *arg, const pcb_pref_entry *e)
     uint32_t flags = 0;
     if (!s->opt.faithful && s->opt.key_enc == PCB_KEYENC_SIV) {
         /* The common case: Base64 decoded straight into the new record. */
+        if (!load_room(c))
+            return 1;
         uint8_t *rec = map_tail(&s->map, pcb_b64_decoded_max(nl), pcb_b64_decoded_max(vl));
         if (rec == NULL)
             return oom(c->st), 1;
         size_t dn = pcb_b64_decode(e->name, nl, rec);
         size_t dv = dn == (size_t)-1 ? dn : pcb_b64_decode(e->text, vl, rec + dn);
-        if (dn != (size_t)-1 && dv != (size_t)-1) {
-            if (map_commit_tail(&s->map, dn, dv) == 0)
-                return pcb_fail(c->st, PCB_E_FORMAT, "%s: entry '%.40s' appears twice (duplicate name)",
-                                s->path, e->name), 1;
-            return 0;
-        }
+        if (dn != (size_t)-1 && dv != (size_t)-1)
+            return !load_queue(c, map_append_tail(&s->map, dn, dv));
         /* undecodable: kept as text below, reported as corrupt when read */
     }
     if (!s->opt.faithful) {
@@ -1711,10 +1761,7 @@ static int load_entry(void *arg, const pcb_pref_entry *e)
             vl = dv;
         }
     }
-    int rc = map_insert_new(&s->map, name, nl, flags, value, vl);
-    if (rc == 0)
-        return pcb_fail(c->st, PCB_E_FORMAT, "%s: entry '%.40s' appears twice (duplicate name)", s->path, e->name), 1;
-    return rc < 0 ? (oom(c->st), 1) : 0;
+    return !load_record(c, name, nl, flags, value, vl);
 }
 
 static int parse_into(pcb_store *s, load_ctx *c, const char *data, size_t len, const char *what)
@@ -1729,6 +1776,8 @@ static int parse_into(pcb_store *s, load_ctx *c, const char *data, size_t len, c
         return oom(c->st);
     /* The map finds duplicate names itself, so the parser need not copy them all. */
     int rc = pcb_prefs_parse_flags(data, len, PCB_PREFS_ALLOW_DUPLICATES, load_entry, c, err, sizeof err);
+    if (rc == 0 && !load_flush(c))
+        return 0;
     if (rc == 0)
         arena_trim(&s->map);
     if (rc == -1)
