@@ -816,14 +816,20 @@ static pcb_edit *editor_edit(EditorObject *eo)
     return eo->edit;
 }
 
-static PyObject *editor_put(EditorObject *eo, PyObject *args, pcb_pref_type type, const char *fmt)
+static PyObject *editor_put(EditorObject *eo, PyObject *const *args, Py_ssize_t nargs,
+                            pcb_pref_type type, const char *fn)
 {
-    PyObject *name_obj, *value;
     const char *name;
     Py_ssize_t nl;
     pcb_status st = {0};
     pcb_buf b;
-    if (!PyArg_ParseTuple(args, fmt, &name_obj, &value) || !name_arg(name_obj, &name, &nl))
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "%s() takes exactly 2 arguments (name, value) (%zd given)",
+                     fn, nargs);
+        return NULL;
+    }
+    PyObject *value = args[1];
+    if (!name_arg(args[0], &name, &nl))
         return NULL;
     pcb_edit *e = editor_edit(eo);
     if (e == NULL)
@@ -841,17 +847,17 @@ static PyObject *editor_put(EditorObject *eo, PyObject *args, pcb_pref_type type
     return ok ? Py_NewRef((PyObject *)eo) : NULL;
 }
 
-#define PUT_METHOD(fn, type, fmt)                                            \
-    static PyObject *Editor_##fn(EditorObject *eo, PyObject *args)           \
-    {                                                                        \
-        return editor_put(eo, args, type, fmt);                              \
+#define PUT_METHOD(fn, type)                                                              \
+    static PyObject *Editor_##fn(EditorObject *eo, PyObject *const *args, Py_ssize_t nargs) \
+    {                                                                                      \
+        return editor_put(eo, args, nargs, type, #fn);                                     \
     }
-PUT_METHOD(put_string, PCB_PREF_STRING, "OO:put_string")
-PUT_METHOD(put_int, PCB_PREF_INT, "OO:put_int")
-PUT_METHOD(put_long, PCB_PREF_LONG, "OO:put_long")
-PUT_METHOD(put_float, PCB_PREF_FLOAT, "OO:put_float")
-PUT_METHOD(put_bool, PCB_PREF_BOOLEAN, "OO:put_bool")
-PUT_METHOD(put_string_set, PCB_PREF_STRING_SET, "OO:put_string_set")
+PUT_METHOD(put_string, PCB_PREF_STRING)
+PUT_METHOD(put_int, PCB_PREF_INT)
+PUT_METHOD(put_long, PCB_PREF_LONG)
+PUT_METHOD(put_float, PCB_PREF_FLOAT)
+PUT_METHOD(put_bool, PCB_PREF_BOOLEAN)
+PUT_METHOD(put_string_set, PCB_PREF_STRING_SET)
 #undef PUT_METHOD
 
 static PyObject *Editor_remove(EditorObject *eo, PyObject *name_obj)
@@ -928,12 +934,12 @@ static int Editor_traverse(EditorObject *eo, visitproc visit, void *arg)
 }
 
 static PyMethodDef Editor_methods[] = {
-    {"put_string", (PyCFunction)Editor_put_string, METH_VARARGS, "put_string(name, value) -> Editor"},
-    {"put_int", (PyCFunction)Editor_put_int, METH_VARARGS, "put_int(name, value) -> Editor"},
-    {"put_long", (PyCFunction)Editor_put_long, METH_VARARGS, "put_long(name, value) -> Editor"},
-    {"put_float", (PyCFunction)Editor_put_float, METH_VARARGS, "put_float(name, value) -> Editor"},
-    {"put_bool", (PyCFunction)Editor_put_bool, METH_VARARGS, "put_bool(name, value) -> Editor"},
-    {"put_string_set", (PyCFunction)Editor_put_string_set, METH_VARARGS,
+    {"put_string", (PyCFunction)(void (*)(void))Editor_put_string, METH_FASTCALL, "put_string(name, value) -> Editor"},
+    {"put_int", (PyCFunction)(void (*)(void))Editor_put_int, METH_FASTCALL, "put_int(name, value) -> Editor"},
+    {"put_long", (PyCFunction)(void (*)(void))Editor_put_long, METH_FASTCALL, "put_long(name, value) -> Editor"},
+    {"put_float", (PyCFunction)(void (*)(void))Editor_put_float, METH_FASTCALL, "put_float(name, value) -> Editor"},
+    {"put_bool", (PyCFunction)(void (*)(void))Editor_put_bool, METH_FASTCALL, "put_bool(name, value) -> Editor"},
+    {"put_string_set", (PyCFunction)(void (*)(void))Editor_put_string_set, METH_FASTCALL,
      "put_string_set(name, values) -> Editor"},
     {"remove", (PyCFunction)Editor_remove, METH_O, "remove(name) -> Editor"},
     {"clear", (PyCFunction)Editor_clear, METH_NOARGS, "clear() -> Editor"},

@@ -1200,3 +1200,13 @@ def test_get_as_agrees_with_get_typed_for_every_type_and_mismatch(s):
 def test_get_as_bad_input(s, args, exc, pattern):
     with pytest.raises(exc, match=pattern):
         s._store.get_as(*args)
+
+
+@pytest.mark.parametrize("method", ["put_string", "put_int", "put_long", "put_float", "put_bool",
+                                    "put_string_set"])
+@pytest.mark.parametrize("args", [(), ("k",), ("k", "v", "extra")])
+def test_core_editor_put_argument_count(s, method, args):
+    e = s.edit()._editor
+    with pytest.raises(TypeError, match=rf"{method}\(\) takes exactly 2 arguments \(name, value\)"):
+        getattr(e, method)(*args)
+    assert e.commit() is True and len(s) == 0  # nothing was queued
