@@ -474,28 +474,34 @@ static int name_arg(PyObject *obj, const char **s, Py_ssize_t *n)
     return utf8_of(obj, "a store entry name", s, n);
 }
 
-static PyObject *Store_get_typed(StoreObject *so, PyObject *name_obj)
+/* Looks name up, its serialized value into out (initialised by the caller):
+ * 1 with *found set, or 0 with an exception set. */
+static int store_get_serialized(StoreObject *so, PyObject *name_obj, pcb_buf *out, int *found)
 {
     const char *name;
     Py_ssize_t nl;
     pcb_status st = {0};
-    pcb_buf out;
-    int found, ok;
     if (!name_arg(name_obj, &name, &nl))
-        return NULL;
+        return 0;
     pcb_store *s = acquire(so);
     if (s == NULL)
-        return NULL;
-    pcb_buf_init(&out);
-    ok = pcb_store_get(s, name, (size_t)nl, &out, &found, &st);
+        return 0;
+    int ok = pcb_store_get(s, name, (size_t)nl, out, found, &st);
     release(so);
-    PyObject *r;
     if (!ok)
-        r = raise_st((PyObject *)so, &st);
-    else if (!found)
-        r = Py_NewRef(Py_None);
-    else
-        r = deserialize_value((PyObject *)so, (const uint8_t *)out.data, out.len);
+        raise_st((PyObject *)so, &st);
+    return ok;
+}
+
+static PyObject *Store_get_typed(StoreObject *so, PyObject *name_obj)
+{
+    pcb_buf out;
+    int found;
+    PyObject *r = NULL;
+    pcb_buf_init(&out);
+    if (store_get_serialized(so, name_obj, &out, &found))
+        r = found ? deserialize_value((PyObject *)so, (const uint8_t *)out.data, out.len)
+                  : Py_NewRef(Py_None);
     pcb_buf_free(&out);
     return r;
 }
@@ -504,11 +510,9 @@ static PyObject *Store_get_typed(StoreObject *so, PyObject *name_obj)
  * no second Python frame); type_id -1 takes any type. */
 static PyObject *Store_get_as(StoreObject *so, PyObject *const *args, Py_ssize_t nargs)
 {
-    const char *name;
-    Py_ssize_t nl;
-    pcb_status st = {0};
     pcb_buf out;
-    int found, ok;
+    int found;
+    PyObject *r = NULL;
     if (nargs != 3) {
         PyErr_Format(PyExc_TypeError, "get_as() takes 3 arguments (name, type_id, default), "
                      "%zd given", nargs);
@@ -526,23 +530,13 @@ static PyObject *Store_get_as(StoreObject *so, PyObject *const *args, Py_ssize_t
                      PCB_PREF_BOOLEAN, want);
         return NULL;
     }
-    if (!name_arg(args[0], &name, &nl))
-        return NULL;
-    pcb_store *s = acquire(so);
-    if (s == NULL)
-        return NULL;
     pcb_buf_init(&out);
-    ok = pcb_store_get(s, name, (size_t)nl, &out, &found, &st);
-    release(so);
-    PyObject *r;
-    if (!ok) {
-        r = raise_st((PyObject *)so, &st);
-    } else if (!found) {
-        r = Py_NewRef(args[2]);
-    } else {
+    if (store_get_serialized(so, args[0], &out, &found)) {
         uint32_t type;
-        r = decode_value((PyObject *)so, (const uint8_t *)out.data, out.len, &type);
-        if (r != NULL && want >= 0 && type != (uint32_t)want)
+        if (!found)
+            r = Py_NewRef(args[2]);
+        else if ((r = decode_value((PyObject *)so, (const uint8_t *)out.data, out.len, &type)) != NULL
+                 && want >= 0 && type != (uint32_t)want)
             Py_SETREF(r, Py_NewRef(args[2])); /* a type mismatch gives the default, as Android */
     }
     pcb_buf_free(&out);
