@@ -16,6 +16,7 @@
 #include <openssl/opensslv.h>
 #include <openssl/rand.h>
 
+#include "pcb_b64.h"
 #include "pcb_kernels.h"
 #include "pcb_module.h"
 #include "pcb_tea.h"
@@ -714,6 +715,7 @@ static int core_exec(PyObject *module)
         || PyModule_AddStringConstant(module, "OPENSSL_BUILD_VERSION", OPENSSL_VERSION_TEXT) < 0
         || PyModule_AddStringConstant(module, "COMPILER", PCB_COMPILER) < 0
         || PyModule_AddStringConstant(module, "TEA_IMPL", pcb_tea_impl_name(ms->tea_impl)) < 0
+        || PyModule_AddStringConstant(module, "B64_IMPL", pcb_b64_impl_name(pcb_b64_active_impl())) < 0
         || PyModule_AddIntConstant(module, "TSC_AVAILABLE", pcb_tsc_available()) < 0
         || PyModule_AddObjectRef(module, "LEGACY_PROVIDER",
                                  ms->cache.legacy_provider ? Py_True : Py_False) < 0)

@@ -51,6 +51,7 @@ def _fingerprint() -> dict[str, Any]:
         "openssl_build_version": _core.OPENSSL_BUILD_VERSION,
         "compiler": _core.COMPILER,
         "tea_impl": _core.TEA_IMPL,
+        "b64_impl": _core.B64_IMPL,  # the store's Base64 decoder (PCB_B64_SCALAR=1 forces scalar)
         "tsc": bool(_core.TSC_AVAILABLE),
         "python": platform.python_version(),
         "platform": platform.platform(),

@@ -684,3 +684,39 @@ def test_peer_and_store_share_files(tmp_path, master):
     with open_store(path, kf) as s:
         assert s.get_string("from peer") == "yes"
         assert s.all() == {**PLAIN_DICT, "from peer": "yes"}
+
+
+SCALAR_CHILD = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])  # the very pycipherbench the parent imported
+from pycipherbench import _core, store
+path, kf = sys.argv[2:4]
+with store.open(path, master_key_file=kf) as s:
+    print(json.dumps({"impl": _core.B64_IMPL, "all": s.all()}))
+"""
+
+
+@needs_store
+def test_scalar_base64_decoder_reads_the_same_store(tmp_path, master):
+    """PCB_B64_SCALAR=1 forces the scalar decoder; a store (values of every length class the SIMD
+    kernels step through) reads the same either way, and machine() names the decoder in use."""
+    import json
+    import subprocess
+
+    kf, _ = master
+    path = tmp_path / "scalar.xml"
+    items = {f"k{n}": "v" * n for n in range(0, 200, 7)} | {"big": "x" * 5000}
+    with open_store(path, kf) as s:
+        with s.edit() as e:
+            for k, v in items.items():
+                e.put_string(k, v)
+        assert s.all() == items
+    assert pcb.machine()["b64_impl"] in ("scalar", "ssse3", "avx2", "avx512vbmi")
+    root = str(Path(pcb.__file__).resolve().parent.parent)
+    env = dict(os.environ, PCB_B64_SCALAR="1")
+    out = subprocess.run([sys.executable, "-c", SCALAR_CHILD, root, str(path), kf], env=env,
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["impl"] == "scalar"
+    assert got["all"] == items
