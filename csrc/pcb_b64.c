@@ -127,7 +127,9 @@ static size_t decode(bulk_fn bulk, const char *in, size_t n, uint8_t *out)
             return (size_t)-1;
         o += i / 4 * 3;
     }
-    for (; i < full; i += 4) {
+    /* An unpadded last quad is an ordinary one ('=' is BAD in the tables). */
+    const size_t whole = s[n - 1] == '=' ? full : n;
+    for (; i < whole; i += 4) {
         uint32_t v = d0[s[i]] | d1[s[i + 1]] | d2[s[i + 2]] | d3[s[i + 3]];
         if (v & BAD)
             return (size_t)-1;
@@ -136,16 +138,10 @@ static size_t decode(bulk_fn bulk, const char *in, size_t n, uint8_t *out)
         o[2] = (uint8_t)v;
         o += 3;
     }
+    if (whole == n)
+        return (size_t)(o - out);
     s += full;
-    if (s[3] != '=') {
-        uint32_t v = d0[s[0]] | d1[s[1]] | d2[s[2]] | d3[s[3]];
-        if (v & BAD)
-            return (size_t)-1;
-        o[0] = (uint8_t)(v >> 16);
-        o[1] = (uint8_t)(v >> 8);
-        o[2] = (uint8_t)v;
-        o += 3;
-    } else if (s[2] != '=') {
+    if (s[2] != '=') {
         /* "xxx=": 16 bits, the low 2 bits of the third symbol must be zero */
         uint32_t v = d0[s[0]] | d1[s[1]] | d2[s[2]];
         if ((v & BAD) || (v & 0xFF))

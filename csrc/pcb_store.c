@@ -261,11 +261,6 @@ static size_t map_probe(const pcb_map *m, const uint8_t *name, size_t len, uint6
                 first_free = i;
         } else if (sl->tag == tag) {
             const rec_header *r = rec_at(m, sl->ref);
-            /* A hit goes on to read the value: fetch the record's next lines
-             * now, so that in a map larger than the caches their misses
-             * overlap the first one instead of following it. */
-            __builtin_prefetch((const char *)r + 64);
-            __builtin_prefetch((const char *)r + 128);
             if ((r->name_len & LEN_MASK) == len && memcmp(rec_name(r), name, len) == 0) {
                 *found = 1;
                 return i;
@@ -1636,8 +1631,10 @@ static int load_queue(load_ctx *c, uint32_t ref)
 static int load_record(load_ctx *c, const uint8_t *name, size_t nl, uint32_t flags,
                        const uint8_t *value, size_t vl)
 {
-    if (nl > LEN_MASK || vl > UINT32_MAX || !load_room(c))
-        return c->st->code ? 0 : oom(c->st);
+    if (nl > LEN_MASK || vl > UINT32_MAX)
+        return oom(c->st);
+    if (!load_room(c))
+        return 0;
     uint32_t ref = arena_append(&c->s->map, name, nl, flags, value, vl);
     return ref != 0 ? load_queue(c, ref) : oom(c->st);
 }
