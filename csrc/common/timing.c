@@ -1,5 +1,5 @@
 /*
- * pcb_timing.c — the timing engine (see pcb_timing.h).
+ * common/timing.c — the timing engine (see pcb_timing.h).
  *
  * Method: warm up for warmup_ns (at least one call), then grow the
  * operation count geometrically until one call lasts min_time_ns, then scale
@@ -7,7 +7,7 @@
  * that many operations each. Only fn's work sits between the clock reads.
  */
 #define _GNU_SOURCE
-#include "pcb_timing.h"
+#include "common/timing.h"
 
 #include <time.h>
 

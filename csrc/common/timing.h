@@ -1,5 +1,5 @@
 /*
- * pcb_timing.h — the timing engine: clocks, warm-up, calibration, samples.
+ * common/timing.h — the timing engine: clocks, warm-up, calibration, samples.
  *
  * Owns: reading CLOCK_MONOTONIC (ns) and the time-stamp counter, and the loop
  * that warms a kernel up, calibrates how many operations make one sample last
@@ -8,8 +8,8 @@
  * call it without the GIL. TSC ticks are reference ticks at a constant rate,
  * not core cycles (the core may run faster or slower than the TSC).
  */
-#ifndef PCB_TIMING_H
-#define PCB_TIMING_H
+#ifndef PCB_COMMON_TIMING_H
+#define PCB_COMMON_TIMING_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -46,4 +46,4 @@ int pcb_tsc_available(void);
 int pcb_time_kernel(pcb_run_fn fn, void *arg, const pcb_timing_params *params,
                     pcb_timing_result *result);
 
-#endif /* PCB_TIMING_H */
+#endif /* PCB_COMMON_TIMING_H */

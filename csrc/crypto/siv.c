@@ -1,5 +1,5 @@
 /*
- * pcb_siv.c — AES-SIV (RFC 5297) on EVP AES-CBC, AES-ECB and AES-CTR (see pcb_siv.h).
+ * crypto/siv.c — AES-SIV (RFC 5297) on EVP AES-CBC, AES-ECB and AES-CTR (see siv.h).
  *
  * CMAC (NIST SP 800-38B) is CBC-MAC with a zero IV whose last block is
  * XORed with subkey K1 (complete block) or padded and XORed with K2. The
@@ -15,7 +15,9 @@
  * its counter blocks; only long messages re-IV the CTR context, where that
  * cost vanishes against the data.
  */
-#include "pcb_siv.h"
+#include "crypto/siv.h"
+
+#include "crypto/evp.h"
 
 #include <limits.h>
 #include <string.h>
@@ -26,29 +28,6 @@
 
 static const uint8_t zero_block[16];
 
-int pcb_evp_update(EVP_CIPHER_CTX *ctx, uint8_t *out, size_t *written,
-                   const uint8_t *in, size_t len)
-{
-    /* EVP counts in int; feed whole-block multiples of 1 GiB at a time. */
-    const size_t step = (size_t)1 << 30;
-    size_t total = 0;
-    if (written)
-        *written = 0;
-    while (len > 0) {
-        size_t n = len < step ? len : step;
-        int outl = 0;
-        if (!EVP_CipherUpdate(ctx, out, &outl, in, (int)n))
-            return 0;
-        if (out != NULL)
-            out += outl;
-        total += (size_t)outl;
-        in += n;
-        len -= n;
-    }
-    if (written)
-        *written = total;
-    return 1;
-}
 
 /* Doubling in GF(2^128), RFC 5297's dbl(). */
 static void dbl(uint8_t b[16])

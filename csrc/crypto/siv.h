@@ -1,5 +1,5 @@
 /*
- * pcb_siv.h — AES-SIV (RFC 5297): S2V on AES-CMAC, then AES-CTR.
+ * crypto/siv.h — AES-SIV (RFC 5297): S2V on AES-CMAC, then AES-CTR.
  *
  * Owns: the SIV key state (two EVP contexts with their key schedules kept, the
  * CMAC subkeys, and CMAC(K, 0^128), which S2V always starts from), S2V as an
@@ -11,8 +11,8 @@
  * set for short messages (see pcb_siv.c).
  * Not thread-safe per object: one pcb_siv per thread or lock.
  */
-#ifndef PCB_SIV_H
-#define PCB_SIV_H
+#ifndef PCB_CRYPTO_SIV_H
+#define PCB_CRYPTO_SIV_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -59,9 +59,4 @@ int pcb_siv_encrypt(pcb_siv *s, const uint8_t d[16], const uint8_t *p,
 int pcb_siv_decrypt(pcb_siv *s, const uint8_t d[16], const uint8_t *in,
                     size_t len, uint8_t *out);
 
-/* EVP update over any size_t length (EVP takes int lengths); *written (may
- * be NULL) gets the bytes output. Returns 1/0. */
-int pcb_evp_update(EVP_CIPHER_CTX *ctx, uint8_t *out, size_t *written,
-                   const uint8_t *in, size_t len);
-
-#endif /* PCB_SIV_H */
+#endif /* PCB_CRYPTO_SIV_H */

@@ -1,5 +1,5 @@
 /*
- * pcb_tea.c — TEA and XTEA (see pcb_tea.h).
+ * crypto/tea.c — TEA and XTEA (see tea.h).
  *
  * Two families of code:
  *  - reference: Wheeler & Needham's routines transcribed literally, one block
@@ -17,7 +17,10 @@
  * bytes are assembled explicitly (big-endian) so there is no aliasing or
  * alignment UB.
  */
-#include "pcb_tea.h"
+#include "crypto/tea.h"
+
+#include "common/bytes.h"
+#include "common/cpu.h"
 
 #include <string.h>
 
@@ -35,31 +38,6 @@
 #define AI static inline __attribute__((always_inline))
 
 /* ---------------------------------------------------------------- bytes */
-
-static inline uint32_t ld32be(const uint8_t *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) |
-           (uint32_t)p[3];
-}
-
-static inline void st32be(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static inline uint64_t ld64be(const uint8_t *p)
-{
-    return ((uint64_t)ld32be(p) << 32) | ld32be(p + 4);
-}
-
-static inline void st64be(uint8_t *p, uint64_t v)
-{
-    st32be(p, (uint32_t)(v >> 32));
-    st32be(p + 4, (uint32_t)v);
-}
 
 /* out = in ^ ks over n bytes; in may equal out. */
 static void xor_bytes(uint8_t *out, const uint8_t *in, const uint8_t *ks, size_t n)
@@ -149,11 +127,11 @@ static void ref_block(const pcb_tea_key *tk, int enc, uint32_t v[2])
 static void ref_block_bytes(const pcb_tea_key *tk, int enc, const uint8_t *in, uint8_t *out)
 {
     uint32_t v[2];
-    v[0] = ld32be(in);
-    v[1] = ld32be(in + 4);
+    v[0] = pcb_load_be32(in);
+    v[1] = pcb_load_be32(in + 4);
     ref_block(tk, enc, v);
-    st32be(out, v[0]);
-    st32be(out + 4, v[1]);
+    pcb_store_be32(out, v[0]);
+    pcb_store_be32(out + 4, v[1]);
 }
 
 /* ---------------------------------------------------- optimized kernels */
@@ -280,7 +258,7 @@ static void sc_block(const tea_run *r, uint32_t *v0, uint32_t *v1)
  * is written, so out may equal in or x; no other overlap. */
 static inline uint32_t xw(const uint8_t *x, size_t off)
 {
-    return x ? ld32be(x + off) : 0;
+    return x ? pcb_load_be32(x + off) : 0;
 }
 
 /* nblocks whole blocks, in -> out: 4 at a time, then 1. */
@@ -291,8 +269,8 @@ static void blocks_scalar(const tea_run *r, const uint8_t *in, uint8_t *out, siz
     int j;
     for (; n >= 4; n -= 4, in += 32, out += 32) {
         for (j = 0; j < 4; j++) {
-            a[j] = ld32be(in + 8 * j);
-            b[j] = ld32be(in + 8 * j + 4);
+            a[j] = pcb_load_be32(in + 8 * j);
+            b[j] = pcb_load_be32(in + 8 * j + 4);
         }
         sc_rounds4(r, a, b);
         for (j = 0; j < 4; j++) {
@@ -300,18 +278,18 @@ static void blocks_scalar(const tea_run *r, const uint8_t *in, uint8_t *out, siz
             b[j] ^= xw(x, 8 * (size_t)j + 4);
         }
         for (j = 0; j < 4; j++) {
-            st32be(out + 8 * j, a[j]);
-            st32be(out + 8 * j + 4, b[j]);
+            pcb_store_be32(out + 8 * j, a[j]);
+            pcb_store_be32(out + 8 * j + 4, b[j]);
         }
         if (x)
             x += 32;
     }
     for (; n > 0; n--, in += 8, out += 8) {
-        a[0] = ld32be(in);
-        b[0] = ld32be(in + 4);
+        a[0] = pcb_load_be32(in);
+        b[0] = pcb_load_be32(in + 4);
         sc_rounds1(r, a, b);
-        st32be(out, a[0] ^ xw(x, 0));
-        st32be(out + 4, b[0] ^ xw(x, 4));
+        pcb_store_be32(out, a[0] ^ xw(x, 0));
+        pcb_store_be32(out + 4, b[0] ^ xw(x, 4));
         if (x)
             x += 8;
     }
@@ -498,48 +476,14 @@ T_AVX512 static void blocks_avx512(const tea_run *r, const uint8_t *in, uint8_t 
 
 #endif /* PCB_TEA_X86 */
 
-/* ------------------------------------------------------ CPU detection */
-
-/* Bit 0: detection done; bit 1: AVX2 usable; bit 2: AVX-512F+BW usable
- * (libgcc's checks include OS support of the register state via XGETBV).
- * Written once with the same value by any racing initialiser. */
-static int g_cpu;
-
-#define CPU_DONE 1
-#define CPU_AVX2 2
-#define CPU_AVX512 4
-
-void pcb_tea_init(void)
-{
-    int f = CPU_DONE;
-    if (__atomic_load_n(&g_cpu, __ATOMIC_ACQUIRE) & CPU_DONE)
-        return;
-#if PCB_TEA_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2"))
-        f |= CPU_AVX2;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
-        f |= CPU_AVX512;
-#endif
-    __atomic_store_n(&g_cpu, f, __ATOMIC_RELEASE);
-}
-
-static int cpu_flags(void)
-{
-    int f = __atomic_load_n(&g_cpu, __ATOMIC_ACQUIRE);
-    if (!(f & CPU_DONE)) {
-        pcb_tea_init();
-        f = __atomic_load_n(&g_cpu, __ATOMIC_ACQUIRE);
-    }
-    return f;
-}
+/* ------------------------------------------------------ CPU dispatch */
 
 pcb_tea_impl pcb_tea_best_impl(void)
 {
-    int f = cpu_flags();
-    if (f & CPU_AVX512)
+    unsigned f = pcb_cpu_features();
+    if (f & PCB_CPU_AVX512)
         return PCB_TEA_IMPL_AVX512;
-    if (f & CPU_AVX2)
+    if (f & PCB_CPU_AVX2)
         return PCB_TEA_IMPL_AVX2;
     return PCB_TEA_IMPL_SCALAR;
 }
@@ -551,9 +495,9 @@ int pcb_tea_impl_available(pcb_tea_impl impl)
     case PCB_TEA_IMPL_SCALAR:
         return 1;
     case PCB_TEA_IMPL_AVX2:
-        return (cpu_flags() & CPU_AVX2) != 0;
+        return (pcb_cpu_features() & PCB_CPU_AVX2) != 0;
     case PCB_TEA_IMPL_AVX512:
-        return (cpu_flags() & CPU_AVX512) != 0;
+        return (pcb_cpu_features() & PCB_CPU_AVX512) != 0;
     default:
         return 0;
     }
@@ -601,7 +545,7 @@ void pcb_tea_set_key(pcb_tea_key *tk, const uint8_t key[PCB_TEA_KEY],
 {
     int i;
     for (i = 0; i < 4; i++)
-        tk->k[i] = ld32be(key + 4 * i);
+        tk->k[i] = pcb_load_be32(key + 4 * i);
     tk->rounds = rounds;
     tk->variant = variant;
     if (impl == PCB_TEA_IMPL_AUTO || !pcb_tea_impl_available(impl))
@@ -682,37 +626,37 @@ void pcb_tea_cbc(const pcb_tea_key *tk, int encrypt, uint8_t iv[PCB_TEA_BLOCK],
         /* Serial by nature: one block at a time, chain kept in registers. */
         uint32_t rk[RK_MAX];
         tea_run r;
-        uint32_t c0 = ld32be(iv), c1 = ld32be(iv + 4);
+        uint32_t c0 = pcb_load_be32(iv), c1 = pcb_load_be32(iv + 4);
         run_init(&r, tk, 1, rk);
         for (i = 0; i < nblocks; i++, in += 8, out += 8) {
-            c0 ^= ld32be(in);
-            c1 ^= ld32be(in + 4);
+            c0 ^= pcb_load_be32(in);
+            c1 ^= pcb_load_be32(in + 4);
             sc_block(&r, &c0, &c1);
-            st32be(out, c0);
-            st32be(out + 4, c1);
+            pcb_store_be32(out, c0);
+            pcb_store_be32(out + 4, c1);
         }
-        st32be(iv, c0);
-        st32be(iv + 4, c1);
+        pcb_store_be32(iv, c0);
+        pcb_store_be32(iv + 4, c1);
         return;
     }
     /* Reference path (and single blocks). */
     for (i = 0; i < nblocks; i++, in += 8, out += 8) {
         uint32_t v[2];
         if (encrypt) {
-            v[0] = ld32be(in) ^ ld32be(iv);
-            v[1] = ld32be(in + 4) ^ ld32be(iv + 4);
+            v[0] = pcb_load_be32(in) ^ pcb_load_be32(iv);
+            v[1] = pcb_load_be32(in + 4) ^ pcb_load_be32(iv + 4);
             ref_block(tk, 1, v);
-            st32be(out, v[0]);
-            st32be(out + 4, v[1]);
+            pcb_store_be32(out, v[0]);
+            pcb_store_be32(out + 4, v[1]);
             memcpy(iv, out, 8);
         } else {
             uint8_t c[PCB_TEA_BLOCK];
             memcpy(c, in, 8); /* in may be out */
-            v[0] = ld32be(c);
-            v[1] = ld32be(c + 4);
+            v[0] = pcb_load_be32(c);
+            v[1] = pcb_load_be32(c + 4);
             ref_block(tk, 0, v);
-            st32be(out, v[0] ^ ld32be(iv));
-            st32be(out + 4, v[1] ^ ld32be(iv + 4));
+            pcb_store_be32(out, v[0] ^ pcb_load_be32(iv));
+            pcb_store_be32(out + 4, v[1] ^ pcb_load_be32(iv + 4));
             memcpy(iv, c, 8);
         }
     }
@@ -741,7 +685,7 @@ void pcb_tea_ctr(const pcb_tea_key *tk, pcb_tea_ctr_state *st,
     if (len == 0)
         return;
 
-    ctr = ld64be(st->counter);
+    ctr = pcb_load_be64(st->counter);
     nfull = len / PCB_TEA_BLOCK;
     rem = len % PCB_TEA_BLOCK;
 
@@ -754,7 +698,7 @@ void pcb_tea_ctr(const pcb_tea_key *tk, pcb_tea_ctr_state *st,
         while (nfull > 0) {
             size_t n = nfull < CHUNK ? nfull : CHUNK, j;
             for (j = 0; j < n; j++)
-                st64be(buf + 8 * j, ctr++); /* wraps mod 2^64 */
+                pcb_store_be64(buf + 8 * j, ctr++); /* wraps mod 2^64 */
             fn(&r, buf, out, n, in);
             in += 8 * n;
             out += 8 * n;
@@ -763,7 +707,7 @@ void pcb_tea_ctr(const pcb_tea_key *tk, pcb_tea_ctr_state *st,
     } else {
         for (; nfull > 0; nfull--, in += 8, out += 8) {
             uint8_t ks[PCB_TEA_BLOCK];
-            st64be(ks, ctr++);
+            pcb_store_be64(ks, ctr++);
             ref_block_bytes(tk, 1, ks, ks);
             xor_bytes(out, in, ks, 8);
         }
@@ -771,10 +715,10 @@ void pcb_tea_ctr(const pcb_tea_key *tk, pcb_tea_ctr_state *st,
 
     if (rem > 0) {
         /* Keep the rest of this keystream block for the next call. */
-        st64be(st->keystream, ctr++);
+        pcb_store_be64(st->keystream, ctr++);
         ref_block_bytes(tk, 1, st->keystream, st->keystream);
         xor_bytes(out, in, st->keystream, rem);
         st->used = (unsigned)rem;
     }
-    st64be(st->counter, ctr);
+    pcb_store_be64(st->counter, ctr);
 }

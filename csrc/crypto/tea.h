@@ -1,12 +1,12 @@
 /*
- * pcb_tea.h — TEA and XTEA block ciphers and their ECB/CBC/CTR modes.
+ * crypto/tea.h — TEA and XTEA block ciphers and their ECB/CBC/CTR modes.
  *
  * Owns: the reference kernels (straight transcriptions of Wheeler & Needham's
  * code, one block at a time) and the optimized kernels (many blocks at once:
  * portable interleaved scalar code, AVX2 and AVX-512 variants chosen at run
  * time), plus the mode loops. Pure C: no Python, no OpenSSL except
- * OPENSSL_cleanse for wiping keys. Thread-safe: no mutable globals after
- * pcb_tea_init().
+ * OPENSSL_cleanse for wiping keys. Thread-safe: no mutable state (the CPU
+ * probe is common/cpu's).
  *
  * Conventions (those of the published reference vectors): an 8-byte block is
  * two big-endian 32-bit words (v0, v1); the 16-byte key is four big-endian
@@ -15,8 +15,8 @@
  * big-endian 64-bit integer, incremented by one per block and wrapping.
  * All functions accept in == out (in place); partial overlap is not allowed.
  */
-#ifndef PCB_TEA_H
-#define PCB_TEA_H
+#ifndef PCB_CRYPTO_TEA_H
+#define PCB_CRYPTO_TEA_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -51,9 +51,6 @@ typedef struct {
     unsigned used; /* bytes of keystream[] already consumed; 8 = none left */
 } pcb_tea_ctr_state;
 
-/* Detect CPU features once (call at module init; idempotent, thread-safe after first call). */
-void pcb_tea_init(void);
-
 /* The best optimized implementation this CPU runs (SCALAR, AVX2 or AVX512). */
 pcb_tea_impl pcb_tea_best_impl(void);
 
@@ -87,4 +84,4 @@ void pcb_tea_ctr_init(pcb_tea_ctr_state *st, const uint8_t iv[PCB_TEA_BLOCK]);
 void pcb_tea_ctr(const pcb_tea_key *tk, pcb_tea_ctr_state *st,
                  const uint8_t *in, uint8_t *out, size_t len);
 
-#endif /* PCB_TEA_H */
+#endif /* PCB_CRYPTO_TEA_H */

@@ -1,5 +1,5 @@
 /*
- * pcb_b64.c — standard Base64 with strict decoding (see pcb_b64.h).
+ * format/b64.c — standard Base64 with strict decoding (see b64.h).
  *
  * Encoding works on 3-byte groups through a 4096-entry table of character
  * pairs (one lookup per 12 bits). Scalar decoding reads 4 characters at a
@@ -25,7 +25,9 @@
  * baseline -march) and chosen once, on first use, by CPU detection;
  * PCB_B64_SCALAR=1 in the environment at that point forces scalar.
  */
-#include "pcb_b64.h"
+#include "format/b64.h"
+
+#include "common/cpu.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -345,17 +347,13 @@ static int state(void)
     if (st != 0)
         return st;
     int avail = 1 << PCB_B64_IMPL_SCALAR;
-#if PCB_B64_X86
-    /* libgcc's checks include OS support of the register state (XGETBV) */
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("ssse3"))
+    unsigned f = pcb_cpu_features();
+    if (f & PCB_CPU_SSSE3)
         avail |= 1 << PCB_B64_IMPL_SSSE3;
-    if (__builtin_cpu_supports("avx2"))
+    if (f & PCB_CPU_AVX2)
         avail |= 1 << PCB_B64_IMPL_AVX2;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
-        && __builtin_cpu_supports("avx512vbmi"))
+    if (f & PCB_CPU_AVX512VBMI)
         avail |= 1 << PCB_B64_IMPL_AVX512VBMI;
-#endif
     int active = PCB_B64_IMPL_SCALAR;
     const char *force = getenv("PCB_B64_SCALAR");
     if (force == NULL || strcmp(force, "1") != 0) {

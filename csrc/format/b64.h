@@ -1,5 +1,5 @@
 /*
- * pcb_b64.h — standard Base64 (RFC 4648 section 4: '+', '/', '=' padding, no
+ * format/b64.h — standard Base64 (RFC 4648 section 4: '+', '/', '=' padding, no
  * line breaks), as java.util.Base64 / android.util.Base64.NO_WRAP write it.
  *
  * Owns: encoding and strict decoding. Pure C, no allocation, thread-safe.
@@ -8,8 +8,8 @@
  * the scalar decoder does. PCB_B64_SCALAR=1 in the environment at first use
  * forces the scalar decoder (for tests and comparisons).
  */
-#ifndef PCB_B64_H
-#define PCB_B64_H
+#ifndef PCB_FORMAT_B64_H
+#define PCB_FORMAT_B64_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -51,4 +51,4 @@ pcb_b64_impl pcb_b64_active_impl(void);
 /* pcb_b64_decode with a given implementation (SCALAR if impl is unavailable). */
 size_t pcb_b64_decode_with(pcb_b64_impl impl, const char *in, size_t n, uint8_t *out);
 
-#endif /* PCB_B64_H */
+#endif /* PCB_FORMAT_B64_H */

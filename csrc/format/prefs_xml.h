@@ -1,7 +1,8 @@
 /*
- * pcb_prefs_xml.h — Android SharedPreferences XML files: writing and strict parsing.
+ * format/prefs_xml.h — Android SharedPreferences XML files: writing and strict parsing.
  *
- * Owns: the file syntax only (no crypto, no Python). The format is what
+ * Owns: the file syntax only (no crypto, no Python): the writer lives in
+ * prefs_write.c, the parser in prefs_parse.c, their number text in prefs_text.c. The format is what
  * Android's XmlUtils.writeMapXml writes:
  *
  *   <?xml version='1.0' encoding='utf-8' standalone='yes' ?>
@@ -52,11 +53,13 @@
  * that may hold file contents are wiped (OPENSSL_cleanse) before being freed.
  * Thread-safe: no mutable global state.
  */
-#ifndef PCB_PREFS_XML_H
-#define PCB_PREFS_XML_H
+#ifndef PCB_FORMAT_PREFS_XML_H
+#define PCB_FORMAT_PREFS_XML_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "common/buf.h"
 
 typedef enum {
     PCB_PREF_STRING = 0,
@@ -103,20 +106,6 @@ int pcb_prefs_parse(const char *data, size_t len, pcb_pref_entry_fn fn, void *ar
 int pcb_prefs_parse_flags(const char *data, size_t len, unsigned flags, pcb_pref_entry_fn fn,
                           void *arg, char *err, size_t err_len);
 
-/* A growable output buffer the writer appends to. */
-typedef struct {
-    char *data;
-    size_t len, cap;
-    int failed; /* set on allocation failure; later appends do nothing */
-} pcb_buf;
-
-void pcb_buf_init(pcb_buf *b);
-void pcb_buf_free(pcb_buf *b);      /* wipes (OPENSSL_cleanse) then frees */
-void pcb_buf_append(pcb_buf *b, const char *s, size_t n);
-/* Reserves room for n more bytes and returns where they go (NULL on failure);
- * the caller then adds n to b->len. */
-char *pcb_buf_reserve(pcb_buf *b, size_t n);
-
 /* Writers: the header and `<map>` line, one element each, and `</map>`, in
  * Android's layout (4-space indent, `<int name="N" value="1" />`, an empty
  * set as `<set name="N" />`). Names and text are UTF-8 and escaped by the
@@ -136,4 +125,4 @@ void pcb_prefs_set(pcb_buf *b, const char *name, size_t name_len, size_t n,
                    const char *const *members, const size_t *member_lens);
 void pcb_prefs_end(pcb_buf *b);
 
-#endif /* PCB_PREFS_XML_H */
+#endif /* PCB_FORMAT_PREFS_XML_H */

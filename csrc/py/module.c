@@ -16,11 +16,10 @@
 #include <openssl/opensslv.h>
 #include <openssl/rand.h>
 
-#include "pcb_b64.h"
-#include "pcb_kernels.h"
-#include "pcb_module.h"
-#include "pcb_tea.h"
-#include "pcb_timing.h"
+#include "format/b64.h"
+#include "py/module.h"
+#include "crypto/tea.h"
+#include "common/timing.h"
 
 #define MAX_PAYLOAD ((Py_ssize_t)1 << 30) /* 1 GiB: two buffers of it must fit */
 #define GIL_RELEASE_MIN 4096               /* one-shot inputs worth dropping the GIL for */
@@ -673,7 +672,6 @@ static int core_exec(PyObject *module)
     pcb_status st = {0};
     PyObject *bases = NULL;
 
-    pcb_tea_init();
     ms->tea_impl = tea_impl_from_env();
     if (ms->tea_impl == PCB_TEA_IMPL_REF) {
         PyErr_Format(PyExc_ImportError,

@@ -9,7 +9,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "pcb_kernels.h"
+#include "crypto/cipher.h"
 
 typedef struct {
     pcb_evp_cache cache;

@@ -7,7 +7,7 @@
  * store exceptions. pycipherbench/store.py wraps these with Android's
  * getX(name, default) semantics.
  */
-#include "pcb_module.h"
+#include "py/module.h"
 
 #include <structmember.h> /* PyMemberDef before 3.12 */
 
@@ -15,10 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pcb_store.h"
-#include "pcb_store_bench.h"
-#include "pcb_timing.h"
-#include "pcb_value.h"
+#include "store/store.h"
+#include "store/bench.h"
+#include "common/timing.h"
+#include "format/value.h"
 
 typedef struct {
     PyObject_HEAD
@@ -60,16 +60,14 @@ static int utf8_of(PyObject *obj, const char *what, const char **s, Py_ssize_t *
 /* Python value -> plaintext serialization of the given type. */
 static int serialize_value(pcb_pref_type type, PyObject *v, pcb_buf *b)
 {
-    b->len = 0;
-    pcb_buf_put_be32(b, (uint32_t)type);
+    pcb_value_begin(b, type);
     switch (type) {
     case PCB_PREF_STRING: {
         const char *s;
         Py_ssize_t n;
         if (!utf8_of(v, "a string value", &s, &n))
             return 0;
-        pcb_buf_put_be32(b, (uint32_t)n);
-        pcb_buf_append(b, s, (size_t)n);
+        pcb_value_put_run(b, s, (size_t)n);
         break;
     }
     case PCB_PREF_INT: case PCB_PREF_LONG: {
@@ -88,8 +86,9 @@ static int serialize_value(pcb_pref_type type, PyObject *v, pcb_buf *b)
             return 0;
         }
         if (type == PCB_PREF_LONG)
-            pcb_buf_put_be32(b, (uint32_t)((uint64_t)x >> 32));
-        pcb_buf_put_be32(b, (uint32_t)x);
+            pcb_value_put_long(b, x);
+        else
+            pcb_value_put_int(b, (int32_t)x);
         break;
     }
     case PCB_PREF_FLOAT: {
@@ -104,10 +103,7 @@ static int serialize_value(pcb_pref_type type, PyObject *v, pcb_buf *b)
             PyErr_Format(PyExc_ValueError, "%S is outside the range of a 32-bit float", v);
             return 0;
         }
-        float f = (float)d;
-        uint32_t bits;
-        memcpy(&bits, &f, 4);
-        pcb_buf_put_be32(b, bits);
+        pcb_value_put_float(b, (float)d);
         break;
     }
     case PCB_PREF_BOOLEAN: {
@@ -115,8 +111,7 @@ static int serialize_value(pcb_pref_type type, PyObject *v, pcb_buf *b)
             PyErr_Format(PyExc_TypeError, "put_bool takes a bool, not %.100s", Py_TYPE(v)->tp_name);
             return 0;
         }
-        char x = v == Py_True;
-        pcb_buf_append(b, &x, 1);
+        pcb_value_put_bool(b, v == Py_True);
         break;
     }
     case PCB_PREF_STRING_SET: {
@@ -146,10 +141,8 @@ static int serialize_value(pcb_pref_type type, PyObject *v, pcb_buf *b)
                 dup = PySet_Contains(seen, item);
                 ok = dup >= 0 && (dup || PySet_Add(seen, item) == 0);
             }
-            if (ok && !dup) {
-                pcb_buf_put_be32(b, (uint32_t)n);
-                pcb_buf_append(b, s, (size_t)n);
-            }
+            if (ok && !dup)
+                pcb_value_put_run(b, s, (size_t)n);
             Py_DECREF(item);
         }
         Py_DECREF(it);
@@ -178,60 +171,35 @@ static PyObject *decode_value(PyObject *self, const uint8_t *v, size_t vl, uint3
 {
     module_state *ms = type_state(self);
     PyObject *value = NULL;
-    if (vl < 4)
+    pcb_value x;
+    if (!pcb_value_parse(v, vl, &x))
         goto bad;
-    uint32_t type = pcb_be32(v);
-    const uint8_t *p = v + 4;
-    size_t n = vl - 4;
-    switch (type) {
+    switch (x.type) {
     case PCB_PREF_STRING:
-        if (n < 4 || pcb_be32(p) != n - 4)
-            goto bad;
-        value = decode_str(p + 4, n - 4);
+        value = decode_str(x.text, x.text_len);
         break;
     case PCB_PREF_STRING_SET: {
         const uint8_t *run;
         size_t off = 4, len;
-        int rc = 1;
         value = PySet_New(NULL);
-        while (value != NULL && (rc = pcb_value_next_run(v, vl, &off, &run, &len)) == 1) {
+        while (value != NULL && pcb_value_next_run(v, vl, &off, &run, &len) == 1) {
             PyObject *m = decode_str(run, len);
             if (m == NULL || PySet_Add(value, m) < 0)
                 Py_CLEAR(value);
             Py_XDECREF(m);
         }
-        if (rc < 0) {
-            Py_XDECREF(value);
-            goto bad;
-        }
         break;
     }
     case PCB_PREF_INT:
-        if (n != 4)
-            goto bad;
-        value = PyLong_FromLong((int32_t)pcb_be32(p));
-        break;
     case PCB_PREF_LONG:
-        if (n != 8)
-            goto bad;
-        value = PyLong_FromLongLong((int64_t)pcb_be64(p));
+        value = PyLong_FromLongLong(x.i);
         break;
-    case PCB_PREF_FLOAT: {
-        if (n != 4)
-            goto bad;
-        uint32_t bits = pcb_be32(p);
-        float f;
-        memcpy(&f, &bits, 4);
-        value = PyFloat_FromDouble((double)f);
+    case PCB_PREF_FLOAT:
+        value = PyFloat_FromDouble((double)x.f);
         break;
-    }
     case PCB_PREF_BOOLEAN:
-        if (n != 1 || p[0] > 1)
-            goto bad;
-        value = PyBool_FromLong(p[0]);
+        value = PyBool_FromLong(x.b);
         break;
-    default:
-        goto bad;
     }
     if (value == NULL) {
         if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
@@ -240,7 +208,7 @@ static PyObject *decode_value(PyObject *self, const uint8_t *v, size_t vl, uint3
         }
         return NULL;
     }
-    *type_out = type;
+    *type_out = (uint32_t)x.type;
     return value;
 bad:
     PyErr_SetString(ms->StoreFormatError,

@@ -9,8 +9,9 @@
  * apply) time themselves.
  */
 #define _GNU_SOURCE
-#include "pcb_store_bench.h"
-#include "pcb_value.h"
+#include "store/bench.h"
+#include "common/bytes.h"
+#include "format/value.h"
 
 #include <errno.h>
 #include <limits.h>

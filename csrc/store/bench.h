@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pcb_store.h"
-#include "pcb_timing.h"
+#include "store/store.h"
+#include "common/timing.h"
 
 typedef enum {
     PCB_WL_PUT, PCB_WL_GET, PCB_WL_GET_MISSING, PCB_WL_CONTAINS, PCB_WL_ALL, PCB_WL_COMMIT,

@@ -24,8 +24,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pcb_kernels.h"
-#include "pcb_prefs_xml.h"
+#include "common/buf.h"
+#include "common/status.h"
+#include "crypto/evp.h"
+#include "format/prefs_xml.h"
 
 typedef enum { PCB_KEYENC_NONE = 0, PCB_KEYENC_SIV = 1 } pcb_key_encryption;
 typedef enum { PCB_VALENC_NONE = 0, PCB_VALENC_GCM = 1, PCB_VALENC_CHACHA = 2 } pcb_value_encryption;

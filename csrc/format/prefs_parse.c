@@ -1,6 +1,6 @@
 /*
- * pcb_prefs_xml.c — SharedPreferences XML writer and strict parser (see
- * pcb_prefs_xml.h).
+ * format/prefs_parse.c — the strict SharedPreferences XML parser (see
+ * prefs_xml.h).
  *
  * Parser design. The grammar is fixed-depth (declaration, <map>, entries, set
  * members), so the parser is a plain loop with no recursion. Character data
@@ -19,18 +19,9 @@
  * copied to an arena bounded by the input size. No allocation per entry: all
  * buffers grow by doubling and are reused.
  *
- * Numbers: int/long are Java's parseInt/parseLong syntax ([+-]?[0-9]+, range
- * checked without overflow). Floats accept the decimal syntax Java writes
- * (and the usual variations: "1", ".5", "5.", "1e5", a leading '+'), "NaN"
- * and "Infinity" with an optional sign; no hex floats, suffixes or spaces.
- * The value is converted by strtof() on a rebuilt string of digits and an
- * exponent without a radix character, which makes the conversion
- * independent of the C locale while keeping glibc's correct rounding.
  */
-#include "pcb_prefs_xml.h"
+#include "format/prefs_xml.h"
 
-#include <float.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,459 +32,8 @@
 #include <sys/random.h>
 #include <openssl/crypto.h>
 
-/* ======================================================================== */
-/* pcb_buf                                                                  */
-/* ======================================================================== */
-
-void pcb_buf_init(pcb_buf *b)
-{
-    b->data = NULL;
-    b->len = 0;
-    b->cap = 0;
-    b->failed = 0;
-}
-
-void pcb_buf_free(pcb_buf *b)
-{
-    if (b->data != NULL) {
-        OPENSSL_cleanse(b->data, b->cap);
-        free(b->data);
-    }
-    pcb_buf_init(b);
-}
-
-char *pcb_buf_reserve(pcb_buf *b, size_t n)
-{
-    if (b->failed)
-        return NULL;
-    if (b->data != NULL && n <= b->cap - b->len)
-        return b->data + b->len;
-    if (n > (SIZE_MAX / 2) - b->len) {
-        b->failed = 1;
-        return NULL;
-    }
-    size_t need = b->len + n, cap = b->cap ? b->cap : 256;
-    while (cap < need)
-        cap *= 2; /* need <= SIZE_MAX / 2: cannot overflow */
-    char *d = malloc(cap);
-    if (d == NULL) {
-        b->failed = 1;
-        return NULL;
-    }
-    if (b->data != NULL) {
-        memcpy(d, b->data, b->len);
-        OPENSSL_cleanse(b->data, b->cap);
-        free(b->data);
-    }
-    b->data = d;
-    b->cap = cap;
-    return d + b->len;
-}
-
-void pcb_buf_append(pcb_buf *b, const char *s, size_t n)
-{
-    if (n == 0)
-        return;
-    char *p = pcb_buf_reserve(b, n);
-    if (p == NULL)
-        return;
-    memcpy(p, s, n);
-    b->len += n;
-}
-
-#define APPEND_LIT(b, lit) pcb_buf_append((b), (lit), sizeof(lit) - 1)
-
-/* ======================================================================== */
-/* Numbers                                                                  */
-/* ======================================================================== */
-
-static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-
-/* Decimal digits of v (no sign) written backwards from end; returns start. */
-static char *utoa_rev(uint64_t v, char *end)
-{
-    do {
-        *--end = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    return end;
-}
-
-/* Writes v in decimal to out (at least 21 bytes); returns the length. */
-static size_t i64_to_str(int64_t v, char *out)
-{
-    char tmp[24], *e = tmp + sizeof tmp, *s;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    s = utoa_rev(u, e);
-    if (v < 0)
-        *--s = '-';
-    size_t n = (size_t)(e - s);
-    memcpy(out, s, n);
-    return n;
-}
-
-/* Java's Integer/Long.parseLong syntax: [+-]?[0-9]+, magnitude at most
- * neg_max for negatives and pos_max for the others. */
-static int parse_int(const char *s, size_t n, uint64_t pos_max, uint64_t neg_max, int64_t *out)
-{
-    size_t i = 0;
-    int neg = 0;
-    if (n > 0 && (s[0] == '+' || s[0] == '-')) {
-        neg = s[0] == '-';
-        i = 1;
-    }
-    if (i == n)
-        return -1;
-    uint64_t lim = neg ? neg_max : pos_max, acc = 0;
-    for (; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (!is_digit(c))
-            return -1;
-        uint64_t dgt = (uint64_t)(c - '0');
-        if (acc > (lim - dgt) / 10)
-            return -1;
-        acc = acc * 10 + dgt;
-    }
-    if (neg)
-        *out = acc == ((uint64_t)1 << 63) ? INT64_MIN : -(int64_t)acc;
-    else
-        *out = (int64_t)acc;
-    return 0;
-}
-
-#define FLT_KEEP_DIGITS 200 /* more than any float rounding decision needs */
-
-/*
- * Float.parseFloat for the syntax described at the top. Digits beyond the
- * 200th are folded into one sticky '1' (exactness of the rounding decision
- * only needs ~112 significant digits), values certainly out of range become
- * +-inf / +-0, and the rest goes to strtof() as "[-]DIGITSe[-]EXP".
- */
-static int parse_float(const char *s, size_t n, float *out)
-{
-    size_t i = 0;
-    int neg = 0;
-    if (n > 0 && (s[0] == '+' || s[0] == '-')) {
-        neg = s[0] == '-';
-        i = 1;
-    }
-    if (n - i == 3 && memcmp(s + i, "NaN", 3) == 0) {
-        *out = NAN;
-        return 0;
-    }
-    if (n - i == 8 && memcmp(s + i, "Infinity", 8) == 0) {
-        *out = neg ? -INFINITY : INFINITY;
-        return 0;
-    }
-    char buf[FLT_KEEP_DIGITS + 48];
-    size_t bl = 0, nd = 0;
-    int seen_digit = 0, seen_nonzero = 0, sticky = 0;
-    int64_t adj = 0; /* value = DIGITS * 10^(exp + adj) */
-    if (neg)
-        buf[bl++] = '-';
-    for (int frac = 0; frac < 2; frac++) {
-        if (frac) {
-            if (i < n && s[i] == '.')
-                i++;
-            else
-                break;
-        }
-        for (; i < n && is_digit((unsigned char)s[i]); i++) {
-            char c = s[i];
-            seen_digit = 1;
-            if (c == '0' && !seen_nonzero) {
-                if (frac)
-                    adj--;
-                continue;
-            }
-            seen_nonzero = 1;
-            if (nd < FLT_KEEP_DIGITS) {
-                buf[bl++] = c;
-                nd++;
-                if (frac)
-                    adj--;
-            } else {
-                if (c != '0')
-                    sticky = 1;
-                if (!frac)
-                    adj++;
-            }
-        }
-    }
-    if (!seen_digit)
-        return -1;
-    int64_t e = 0;
-    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-        int eneg = 0;
-        i++;
-        if (i < n && (s[i] == '+' || s[i] == '-')) {
-            eneg = s[i] == '-';
-            i++;
-        }
-        if (i >= n || !is_digit((unsigned char)s[i]))
-            return -1;
-        for (; i < n && is_digit((unsigned char)s[i]); i++)
-            if (e < 1000000000000000LL) /* saturate: far beyond any float */
-                e = e * 10 + (s[i] - '0');
-        if (eneg)
-            e = -e;
-    }
-    if (i != n)
-        return -1;
-    if (!seen_nonzero) {
-        *out = neg ? -0.0f : 0.0f;
-        return 0;
-    }
-    if (sticky) {
-        buf[bl++] = '1';
-        nd++;
-        adj--;
-    }
-    int64_t ex = e + adj, mag = ex + (int64_t)nd; /* value < 10^mag, >= 10^(mag-1) */
-    if (mag > 40) {
-        *out = neg ? -INFINITY : INFINITY;
-        return 0;
-    }
-    if (mag < -46) {
-        *out = neg ? -0.0f : 0.0f;
-        return 0;
-    }
-    buf[bl++] = 'e';
-    bl += i64_to_str(ex, buf + bl); /* |ex| <= 250 here */
-    buf[bl] = '\0';
-    char *end;
-    float f = strtof(buf, &end);
-    if (end != buf + bl)
-        return -1; /* cannot happen: the syntax was checked */
-    *out = f;
-    return 0;
-}
-
-/* Digits and decimal exponent of the shortest decimal (>= 2 digits, as Java
- * prints "1.4E-45" for the smallest subnormal) that parses back to a (a
- * finite positive float). Returns the digit count (trailing zeros stripped). */
-static size_t shortest_digits(float a, char dig[12], int *exp10)
-{
-    /* For normal floats no decimal of 2..6 digits can be closer than the
-     * correctly rounded 6-digit one (the 6-digit grid is coarser than float
-     * spacing), so start at 6; subnormals are coarser and start at 2. */
-    int p = a < FLT_MIN ? 2 : 6;
-    size_t nd = 0;
-    int x = 0;
-    for (; p <= 9; p++) {
-        char tmp[64], chk[40];
-        snprintf(tmp, sizeof tmp, "%.*e", p - 1, (double)a);
-        /* Locale-proof extraction: digits up to 'e' (whatever the radix
-         * character is), then the exponent. */
-        const char *t = tmp;
-        nd = 0;
-        for (; *t && *t != 'e'; t++)
-            if (is_digit((unsigned char)*t) && nd < 9)
-                dig[nd++] = *t;
-        x = 0;
-        if (*t == 'e') {
-            int xneg = 0;
-            t++;
-            if (*t == '+' || *t == '-')
-                xneg = *t++ == '-';
-            for (; is_digit((unsigned char)*t); t++)
-                x = x * 10 + (*t - '0');
-            if (xneg)
-                x = -x;
-        }
-        memcpy(chk, dig, nd);
-        size_t cl = nd;
-        chk[cl++] = 'e';
-        cl += i64_to_str((int64_t)x - (int64_t)(nd - 1), chk + cl);
-        float back;
-        if (parse_float(chk, cl, &back) == 0 && back == a)
-            break;
-    }
-    while (nd > 1 && dig[nd - 1] == '0')
-        nd--;
-    *exp10 = x;
-    return nd;
-}
-
-/* Float.toString: "NaN", "Infinity", "-0.0", plain notation for
- * 1e-3 <= |v| < 1e7 ("0.001", "1234567.0"), else "1.0E10" / "1.4E-45".
- * out needs 32 bytes. Returns the length. */
-static size_t format_float(float v, char *out)
-{
-    size_t o = 0;
-    if (isnan(v)) {
-        memcpy(out, "NaN", 3);
-        return 3;
-    }
-    if (signbit(v))
-        out[o++] = '-';
-    if (isinf(v)) {
-        memcpy(out + o, "Infinity", 8);
-        return o + 8;
-    }
-    if (v == 0.0f) {
-        memcpy(out + o, "0.0", 3);
-        return o + 3;
-    }
-    char dig[12];
-    int x;
-    size_t nd = shortest_digits(fabsf(v), dig, &x);
-    if (x >= -3 && x < 7) {
-        if (x >= 0) {
-            for (size_t k = 0; k <= (size_t)x; k++)
-                out[o++] = k < nd ? dig[k] : '0';
-            out[o++] = '.';
-            if ((size_t)x + 1 < nd) {
-                memcpy(out + o, dig + x + 1, nd - (size_t)x - 1);
-                o += nd - (size_t)x - 1;
-            } else {
-                out[o++] = '0';
-            }
-        } else {
-            out[o++] = '0';
-            out[o++] = '.';
-            for (int k = 0; k < -x - 1; k++)
-                out[o++] = '0';
-            memcpy(out + o, dig, nd);
-            o += nd;
-        }
-    } else {
-        out[o++] = dig[0];
-        out[o++] = '.';
-        if (nd > 1) {
-            memcpy(out + o, dig + 1, nd - 1);
-            o += nd - 1;
-        } else {
-            out[o++] = '0';
-        }
-        out[o++] = 'E';
-        o += i64_to_str(x, out + o);
-    }
-    return o;
-}
-
-/* ======================================================================== */
-/* Writer                                                                   */
-/* ======================================================================== */
-
-/* 1 for the bytes the writer escapes: & < > " ' and all C0 controls (as
- * Android's FastXmlSerializer does; a literal TAB/LF/CR would not survive an
- * XML parser's whitespace normalisation inside attribute values). */
-#define NEEDS_ESC(c) ((c) < 0x20 || (c) == '&' || (c) == '<' || (c) == '>' || (c) == '"' || (c) == '\'')
-#define E4(F, c) F(c), F((c) + 1), F((c) + 2), F((c) + 3)
-#define E16(F, c) E4(F, c), E4(F, (c) + 4), E4(F, (c) + 8), E4(F, (c) + 12)
-#define E64(F, c) E16(F, c), E16(F, (c) + 16), E16(F, (c) + 32), E16(F, (c) + 48)
-#define E256(F) { E64(F, 0), E64(F, 64), E64(F, 128), E64(F, 192) }
-static const unsigned char esc_need[256] = E256(NEEDS_ESC);
-
-static void put_escaped(pcb_buf *b, const char *s, size_t n)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = u[i];
-        if (!esc_need[c])
-            continue;
-        pcb_buf_append(b, s + run, i - run);
-        run = i + 1;
-        switch (c) {
-        case '&': APPEND_LIT(b, "&amp;"); break;
-        case '<': APPEND_LIT(b, "&lt;"); break;
-        case '>': APPEND_LIT(b, "&gt;"); break;
-        case '"': APPEND_LIT(b, "&quot;"); break;
-        case '\'': APPEND_LIT(b, "&apos;"); break;
-        default: {
-            /* NUL comes out as "&#0;" like Android writes it; it is not
-             * XML and the parser rejects it (see the header). */
-            char ref[8] = "&#";
-            size_t k = 2;
-            if (c >= 10)
-                ref[k++] = (char)('0' + c / 10);
-            ref[k++] = (char)('0' + c % 10);
-            ref[k++] = ';';
-            pcb_buf_append(b, ref, k);
-        }
-        }
-    }
-    pcb_buf_append(b, s + run, n - run);
-}
-
-void pcb_prefs_begin(pcb_buf *b)
-{
-    APPEND_LIT(b, "<?xml version='1.0' encoding='utf-8' standalone='yes' ?>\n<map>\n");
-}
-
-void pcb_prefs_end(pcb_buf *b) { APPEND_LIT(b, "</map>\n"); }
-
-/* `    <TAG name="NAME"` */
-static void open_named(pcb_buf *b, const char *tag, size_t tag_len, const char *name, size_t name_len)
-{
-    APPEND_LIT(b, "    <");
-    pcb_buf_append(b, tag, tag_len);
-    APPEND_LIT(b, " name=\"");
-    put_escaped(b, name, name_len);
-    APPEND_LIT(b, "\"");
-}
-
-void pcb_prefs_string(pcb_buf *b, const char *name, size_t name_len, const char *text, size_t text_len)
-{
-    open_named(b, "string", 6, name, name_len);
-    APPEND_LIT(b, ">");
-    put_escaped(b, text, text_len);
-    APPEND_LIT(b, "</string>\n");
-}
-
-static void put_value(pcb_buf *b, const char *tag, size_t tag_len, const char *name, size_t name_len,
-                      const char *val, size_t val_len)
-{
-    open_named(b, tag, tag_len, name, name_len);
-    APPEND_LIT(b, " value=\"");
-    pcb_buf_append(b, val, val_len);
-    APPEND_LIT(b, "\" />\n");
-}
-
-void pcb_prefs_int(pcb_buf *b, const char *name, size_t name_len, int32_t v)
-{
-    char num[24];
-    put_value(b, "int", 3, name, name_len, num, i64_to_str(v, num));
-}
-
-void pcb_prefs_long(pcb_buf *b, const char *name, size_t name_len, int64_t v)
-{
-    char num[24];
-    put_value(b, "long", 4, name, name_len, num, i64_to_str(v, num));
-}
-
-void pcb_prefs_float(pcb_buf *b, const char *name, size_t name_len, float v)
-{
-    char num[32];
-    put_value(b, "float", 5, name, name_len, num, format_float(v, num));
-}
-
-void pcb_prefs_boolean(pcb_buf *b, const char *name, size_t name_len, int v)
-{
-    if (v)
-        put_value(b, "boolean", 7, name, name_len, "true", 4);
-    else
-        put_value(b, "boolean", 7, name, name_len, "false", 5);
-}
-
-void pcb_prefs_set(pcb_buf *b, const char *name, size_t name_len, size_t n,
-                   const char *const *members, const size_t *member_lens)
-{
-    open_named(b, "set", 3, name, name_len);
-    if (n == 0) {
-        APPEND_LIT(b, " />\n");
-        return;
-    }
-    APPEND_LIT(b, ">\n");
-    for (size_t i = 0; i < n; i++) {
-        APPEND_LIT(b, "        <string>");
-        put_escaped(b, members[i], member_lens[i]);
-        APPEND_LIT(b, "</string>\n");
-    }
-    APPEND_LIT(b, "    </set>\n");
-}
+#include "common/siphash.h"
+#include "format/prefs_text.h"
 
 /* ======================================================================== */
 /* Parser: character classes                                                */
@@ -659,49 +199,6 @@ static int scr_byte(parser *p, char c)
     return scr_put(p, &c, 1);
 }
 
-/* ---- SipHash-1-3 --------------------------------------------------------- */
-
-#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND                                                                                   \
-    do {                                                                                           \
-        v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32);                                  \
-        v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2;                                                     \
-        v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0;                                                     \
-        v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);                                  \
-    } while (0)
-
-static uint64_t load_le64(const unsigned char *s)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | s[i];
-    return v;
-}
-
-static uint64_t siphash13(uint64_t k0, uint64_t k1, const unsigned char *m, size_t n)
-{
-    uint64_t v0 = k0 ^ 0x736f6d6570736575ULL, v1 = k1 ^ 0x646f72616e646f6dULL;
-    uint64_t v2 = k0 ^ 0x6c7967656e657261ULL, v3 = k1 ^ 0x7465646279746573ULL;
-    size_t full = n & ~(size_t)7;
-    for (size_t i = 0; i < full; i += 8) {
-        uint64_t w = load_le64(m + i);
-        v3 ^= w;
-        SIPROUND;
-        v0 ^= w;
-    }
-    uint64_t last = (uint64_t)n << 56;
-    for (size_t i = 0; i < (n & 7); i++)
-        last |= (uint64_t)m[full + i] << (8 * i);
-    v3 ^= last;
-    SIPROUND;
-    v0 ^= last;
-    v2 ^= 0xff;
-    SIPROUND;
-    SIPROUND;
-    SIPROUND;
-    return v0 ^ v1 ^ v2 ^ v3;
-}
-
 /* ---- duplicate names ----------------------------------------------------- */
 
 static const unsigned char *name_bytes(const parser *p, const name_ref *r)
@@ -737,7 +234,7 @@ static int name_add(parser *p, const char *name, size_t len, size_t raw_off, siz
         return fail(p, at, "too many entries");
     if ((p->n_names + 1) * 2 > p->n_slots && slots_grow(p) != 0)
         return oom(p);
-    uint64_t h = siphash13(p->k0, p->k1, (const unsigned char *)name, len);
+    uint64_t h = pcb_siphash13(p->k0, p->k1, (const unsigned char *)name, len);
     size_t mask = p->n_slots - 1, j = (size_t)h & mask;
     for (; p->slots[j] != 0; j = (j + 1) & mask) {
         const name_ref *r = &p->names[p->slots[j] - 1];
@@ -1319,13 +816,13 @@ static int parse_entry(parser *p, int el, size_t at, pcb_pref_entry_fn fn, void 
         int bad;
         if (el == EL_INT) {
             e.type = PCB_PREF_INT;
-            bad = parse_int(v, vn, INT32_MAX, (uint64_t)INT32_MAX + 1, &e.i);
+            bad = pcb_parse_java_int(v, vn, INT32_MAX, (uint64_t)INT32_MAX + 1, &e.i);
         } else if (el == EL_LONG) {
             e.type = PCB_PREF_LONG;
-            bad = parse_int(v, vn, INT64_MAX, (uint64_t)INT64_MAX + 1, &e.i);
+            bad = pcb_parse_java_int(v, vn, INT64_MAX, (uint64_t)INT64_MAX + 1, &e.i);
         } else if (el == EL_FLOAT) {
             e.type = PCB_PREF_FLOAT;
-            bad = parse_float(v, vn, &e.f);
+            bad = pcb_parse_java_float(v, vn, &e.f);
         } else {
             e.type = PCB_PREF_BOOLEAN;
             bad = 0;
@@ -1456,3 +953,4 @@ int pcb_prefs_parse_flags(const char *data, size_t len, unsigned flags, pcb_pref
     free(p.slots);
     return r;
 }
+

@@ -1,0 +1,29 @@
+/*
+ * common/buf.h — a growable byte buffer that wipes what it held.
+ *
+ * Owns: pcb_buf, the one growable buffer of the C core (XML output, stored
+ * names and values, editor op logs, scratch). Memory it releases is wiped
+ * first (OPENSSL_cleanse), so it may hold keys and plaintext. An allocation
+ * failure sets `failed`; later appends then do nothing, so a writer can
+ * append freely and check once at the end. Sizes are bytes. Not
+ * thread-safe: one owner at a time.
+ */
+#ifndef PCB_COMMON_BUF_H
+#define PCB_COMMON_BUF_H
+
+#include <stddef.h>
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+    int failed; /* set on allocation failure; later appends do nothing */
+} pcb_buf;
+
+void pcb_buf_init(pcb_buf *b);
+void pcb_buf_free(pcb_buf *b); /* wipes (OPENSSL_cleanse) then frees */
+void pcb_buf_append(pcb_buf *b, const char *s, size_t n);
+/* Reserves room for n more bytes and returns where they go (NULL on failure);
+ * the caller then adds n to b->len. */
+char *pcb_buf_reserve(pcb_buf *b, size_t n);
+
+#endif /* PCB_COMMON_BUF_H */
