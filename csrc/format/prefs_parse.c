@@ -29,10 +29,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#include <sys/random.h>
 #include <openssl/crypto.h>
 
-#include "common/siphash.h"
+#include "format/prefs_names.h"
 #include "format/prefs_text.h"
 
 /* ======================================================================== */
@@ -91,12 +90,6 @@ static size_t utf8_seq(const unsigned char *s, size_t avail)
 /* ======================================================================== */
 
 typedef struct {
-    size_t off2; /* offset << 1 | 1 if in the arena, 0 if in the input */
-    size_t len;
-    uint64_t hash;
-} name_ref;
-
-typedef struct {
     const unsigned char *d;
     size_t len, pos;
     char *err;
@@ -108,14 +101,7 @@ typedef struct {
     const char **mptr;
     size_t *mlen;
     size_t mcap;
-    /* names seen so far */
-    name_ref *names;
-    size_t n_names, names_cap;
-    uint32_t *slots; /* index + 1 into names, 0 = empty */
-    size_t n_slots;  /* power of two */
-    char *arena;
-    size_t arena_len, arena_cap;
-    uint64_t k0, k1;
+    pcb_name_set names; /* names seen so far */
     int check_duplicates;
 } parser;
 
@@ -143,20 +129,6 @@ static int fail(parser *p, size_t at, const char *fmt, ...)
 
 static int oom(parser *p) { return fail(p, p->pos, "out of memory"); }
 
-/* Wiping reallocation for buffers that may hold secrets. */
-static void *grow_wipe(void *old, size_t old_cap, size_t used, size_t new_cap)
-{
-    void *n = malloc(new_cap);
-    if (n == NULL)
-        return NULL;
-    if (old != NULL) {
-        memcpy(n, old, used);
-        OPENSSL_cleanse(old, old_cap);
-        free(old);
-    }
-    return n;
-}
-
 /* Room for n more scratch bytes. Growth doubles but is capped at scr_limit
  * (input length + a constant), which the content never exceeds. */
 static char *scr_room(parser *p, size_t n)
@@ -170,7 +142,7 @@ static char *scr_room(parser *p, size_t n)
         cap = need;
     if (cap > p->scr_limit && need <= p->scr_limit)
         cap = p->scr_limit;
-    char *s = grow_wipe(p->scr, p->scr_cap, p->scr_len, cap);
+    char *s = pcb_grow_wipe(p->scr, p->scr_cap, p->scr_len, cap);
     if (s == NULL)
         return NULL;
     p->scr = s;
@@ -199,86 +171,13 @@ static int scr_byte(parser *p, char c)
     return scr_put(p, &c, 1);
 }
 
-/* ---- duplicate names ----------------------------------------------------- */
-
-static const unsigned char *name_bytes(const parser *p, const name_ref *r)
-{
-    return (r->off2 & 1) ? (const unsigned char *)p->arena + (r->off2 >> 1) : p->d + (r->off2 >> 1);
-}
-
-static int slots_grow(parser *p)
-{
-    size_t n = p->n_slots ? p->n_slots * 2 : 1024;
-    if (n > SIZE_MAX / sizeof(uint32_t))
-        return -1;
-    uint32_t *s = calloc(n, sizeof(uint32_t));
-    if (s == NULL)
-        return -1;
-    for (size_t i = 0; i < p->n_names; i++) {
-        size_t j = (size_t)p->names[i].hash & (n - 1);
-        while (s[j] != 0)
-            j = (j + 1) & (n - 1);
-        s[j] = (uint32_t)(i + 1);
-    }
-    free(p->slots);
-    p->slots = s;
-    p->n_slots = n;
-    return 0;
-}
-
-/* Records the name (decoded bytes at name, raw_off its place in the input
- * when it decoded to its raw bytes, else SIZE_MAX). 1 if seen before. */
+/* Records the name; 1 if seen before, 0 if new, -1 with the error set. */
 static int name_add(parser *p, const char *name, size_t len, size_t raw_off, size_t at)
 {
-    if (p->n_names >= UINT32_MAX - 1)
+    int rc = pcb_name_set_add(&p->names, name, len, raw_off);
+    if (rc == -2)
         return fail(p, at, "too many entries");
-    if ((p->n_names + 1) * 2 > p->n_slots && slots_grow(p) != 0)
-        return oom(p);
-    uint64_t h = pcb_siphash13(p->k0, p->k1, (const unsigned char *)name, len);
-    size_t mask = p->n_slots - 1, j = (size_t)h & mask;
-    for (; p->slots[j] != 0; j = (j + 1) & mask) {
-        const name_ref *r = &p->names[p->slots[j] - 1];
-        if (r->hash == h && r->len == len && memcmp(name_bytes(p, r), name, len) == 0)
-            return 1;
-    }
-    if (p->n_names == p->names_cap) {
-        size_t cap = p->names_cap ? p->names_cap * 2 : 512;
-        if (cap > SIZE_MAX / sizeof(name_ref))
-            return oom(p);
-        name_ref *nr = realloc(p->names, cap * sizeof(name_ref));
-        if (nr == NULL)
-            return oom(p);
-        p->names = nr;
-        p->names_cap = cap;
-    }
-    size_t off2;
-    if (raw_off != SIZE_MAX) {
-        off2 = raw_off << 1;
-    } else {
-        if (len > p->arena_cap - p->arena_len) {
-            /* Total arena content <= input size; cap growth there. */
-            size_t need = p->arena_len + len, cap = p->arena_cap ? p->arena_cap * 2 : 256;
-            if (cap < need)
-                cap = need;
-            if (cap > p->len && need <= p->len)
-                cap = p->len;
-            char *a = grow_wipe(p->arena, p->arena_cap, p->arena_len, cap);
-            if (a == NULL)
-                return oom(p);
-            p->arena = a;
-            p->arena_cap = cap;
-        }
-        if (len > 0)
-            memcpy(p->arena + p->arena_len, name, len);
-        off2 = p->arena_len << 1 | 1;
-        p->arena_len += len;
-    }
-    p->names[p->n_names].off2 = off2;
-    p->names[p->n_names].len = len;
-    p->names[p->n_names].hash = h;
-    p->slots[j] = (uint32_t)(p->n_names + 1);
-    p->n_names++;
-    return 0;
+    return rc == -1 ? oom(p) : rc;
 }
 
 /* ======================================================================== */
@@ -377,7 +276,8 @@ static int decode_ref(parser *p, size_t i, size_t *next)
  * Decodes character data from p->pos up to the context's terminator (cls:
  * cls_text, cls_dq or cls_sq), appending it to the scratch. Leaves p->pos on
  * the terminator. *changed is set when the decoded bytes differ from the raw
- * ones (a reference or a normalised line end / whitespace).
+ * ones (a reference or a normalised line end / whitespace). (One hot loop
+ * with its rare cases inline, on purpose: it is most of a load's time.)
  */
 static int scan_chars(parser *p, const unsigned char *cls, int *changed)
 {
@@ -930,27 +830,16 @@ int pcb_prefs_parse_flags(const char *data, size_t len, unsigned flags, pcb_pref
     p.scr_limit = p.len + 256;
     if (p.len > SIZE_MAX / 8)
         return fail(&p, 0, "input too large");
-    uint64_t key[2];
-    if (getrandom(key, sizeof key, GRND_NONBLOCK) != (ssize_t)sizeof key) {
-        /* No entropy yet (early boot): any key still gives correct results. */
-        key[0] = (uint64_t)(uintptr_t)&p ^ 0x9E3779B97F4A7C15ULL;
-        key[1] = (uint64_t)len * 0xD6E8FEB86659FD93ULL;
-    }
-    p.k0 = key[0];
-    p.k1 = key[1];
+    if (p.check_duplicates)
+        pcb_name_set_init(&p.names, p.d, p.len);
     int r = parse_doc(&p, fn, arg);
     if (p.scr != NULL) {
         OPENSSL_cleanse(p.scr, p.scr_cap);
         free(p.scr);
     }
-    if (p.arena != NULL) {
-        OPENSSL_cleanse(p.arena, p.arena_cap);
-        free(p.arena);
-    }
+    pcb_name_set_free(&p.names);
     free(p.mptr);
     free(p.mlen);
-    free(p.names);
-    free(p.slots);
     return r;
 }
 

@@ -79,6 +79,9 @@ int pcb_parse_java_int(const char *s, size_t n, uint64_t pos_max, uint64_t neg_m
  * 200th are folded into one sticky '1' (exactness of the rounding decision
  * only needs ~112 significant digits), values certainly out of range become
  * +-inf / +-0, and the rest goes to strtof() as "[-]DIGITSe[-]EXP".
+ * (Long on purpose: one left-to-right pass over the grammar whose state --
+ * sign, digit buffer, exponent -- every step shares; split, it would pass
+ * that state around without being any easier to check.)
  */
 int pcb_parse_java_float(const char *s, size_t n, float *out)
 {
