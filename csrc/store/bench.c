@@ -1,5 +1,5 @@
 /*
- * pcb_store_bench.c — timed store workloads (see pcb_store_bench.h).
+ * store/bench.c — timed store workloads (see bench.h).
  *
  * Everything an operation needs (names, values, the access order) is made
  * before the clock starts. Reads go through the keys in a shuffled order, so
@@ -10,8 +10,6 @@
  */
 #define _GNU_SOURCE
 #include "store/bench.h"
-#include "common/bytes.h"
-#include "format/value.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -22,6 +20,8 @@
 
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
+
+#include "format/value.h"
 
 const char *const pcb_workload_names[PCB_WL_COUNT + 1] = {
     "put", "get", "get_missing", "contains", "all", "commit", "apply", "open_cold", "open_warm",
@@ -41,8 +41,7 @@ typedef struct {
     char *in_order;      /* the names copied in that order: the store sees random
                           * keys, but reading them costs the benchmark no cache miss */
     size_t cursor, miss_cursor, put_counter;
-    uint8_t *value;      /* the plaintext serialization every put stores */
-    size_t value_len;
+    pcb_buf value;       /* the plaintext serialization every put stores */
     pcb_buf out;         /* reused by gets */
     uint64_t *durable_ring; /* apply: durable ns of the last `repeats` calls */
     uint64_t calls;
@@ -67,44 +66,42 @@ static int random_text(const pcb_evp_cache *cache, char *out, size_t n, pcb_stat
     return 1;
 }
 
-/* The value every put stores, in ESP's plaintext serialization. */
+/* The value every put stores, in ESP's plaintext serialization: random
+ * text for strings (three distinct members for a set), random bits else. */
 static int make_value(bench *b, pcb_status *st)
 {
     const size_t vl = b->p->value_len;
-    size_t n;
-    switch (b->p->value_type) {
-    case PCB_PREF_STRING: n = 8 + vl; break;
-    case PCB_PREF_STRING_SET: n = 4 + 3 * (4 + vl); break; /* three members */
-    case PCB_PREF_INT: case PCB_PREF_FLOAT: n = 8; break;
-    case PCB_PREF_LONG: n = 12; break;
-    default: n = 5; break;
-    }
-    b->value = malloc(n);
-    if (b->value == NULL)
-        return fail_oom(st);
-    b->value_len = n;
-    pcb_store_be32(b->value, (uint32_t)b->p->value_type);
-    switch (b->p->value_type) {
-    case PCB_PREF_STRING:
-        pcb_store_be32(b->value + 4, (uint32_t)vl);
-        return random_text(b->cache, (char *)b->value + 8, vl, st);
-    case PCB_PREF_STRING_SET:
-        for (int m = 0; m < 3; m++) {
-            uint8_t *q = b->value + 4 + (size_t)m * (4 + vl);
-            pcb_store_be32(q, (uint32_t)vl);
-            if (!random_text(b->cache, (char *)q + 4, vl, st))
-                return 0;
-            if (vl)
-                q[4] = (uint8_t)('a' + m); /* distinct members */
+    char *text = malloc(vl + 1);
+    uint8_t bits[8];
+    int ok = text != NULL ? random_text(b->cache, text, vl, st) : fail_oom(st);
+    ok = ok && (RAND_bytes_ex(b->cache->libctx, bits, sizeof bits, 0) == 1
+                || pcb_fail_openssl(st, "drawing values"));
+    if (ok) {
+        int32_t i32;
+        int64_t i64;
+        float f;
+        memcpy(&i32, bits, 4);
+        memcpy(&i64, bits, 8);
+        memcpy(&f, bits, 4);
+        pcb_value_begin(&b->value, b->p->value_type);
+        switch (b->p->value_type) {
+        case PCB_PREF_STRING: pcb_value_put_run(&b->value, text, vl); break;
+        case PCB_PREF_STRING_SET:
+            for (int m = 0; m < 3; m++) {
+                if (vl)
+                    text[0] = (char)('a' + m); /* distinct members */
+                pcb_value_put_run(&b->value, text, vl);
+            }
+            break;
+        case PCB_PREF_INT: pcb_value_put_int(&b->value, i32); break;
+        case PCB_PREF_LONG: pcb_value_put_long(&b->value, i64); break;
+        case PCB_PREF_FLOAT: pcb_value_put_float(&b->value, f); break;
+        default: pcb_value_put_bool(&b->value, 1); break;
         }
-        return 1;
-    case PCB_PREF_BOOLEAN:
-        b->value[4] = 1;
-        return 1;
-    default:
-        return RAND_bytes_ex(b->cache->libctx, b->value + 4, n - 4, 0) == 1
-               || pcb_fail_openssl(st, "drawing values");
+        ok = !b->value.failed || fail_oom(st);
     }
+    free(text);
+    return ok;
 }
 
 static const char *name_at(const bench *b, size_t i)
@@ -146,7 +143,7 @@ static int populate(bench *b, pcb_status *st)
         return 0;
     int ok = 1;
     for (size_t i = 0; ok && i < b->p->n_keys; i++) {
-        ok = pcb_edit_put(e, name_at(b, i), b->p->key_len, b->value, b->value_len, st);
+        ok = pcb_edit_put(e, name_at(b, i), b->p->key_len, (const uint8_t *)b->value.data, b->value.len, st);
         /* Commit in slices so the editor's buffer stays small. */
         if (ok && (i + 1) % 65536 == 0)
             ok = pcb_edit_commit(e, 0, st);
@@ -169,124 +166,283 @@ static void unlink_store_files(bench *b)
 static int do_puts(bench *b, pcb_edit *e, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (!pcb_edit_put(e, next_name(b), b->p->key_len, b->value, b->value_len, &b->st))
+        if (!pcb_edit_put(e, next_name(b), b->p->key_len, (const uint8_t *)b->value.data, b->value.len, &b->st))
             return 0;
     return 1;
 }
 
+/* One function per workload, each running n operations (see pcb_run_fn). */
+
+static int run_put(bench *b, uint64_t n, uint64_t *self_ns)
+{
+    (void)self_ns;
+    pcb_edit *e = pcb_edit_new(b->store, &b->st);
+    if (e == NULL)
+        return -1;
+    int ok = do_puts(b, e, n);
+    pcb_edit_free(e); /* discarded: put alone is timed, not commit */
+    return ok ? 0 : -1;
+}
+
+static int run_get(bench *b, uint64_t n, uint64_t *self_ns)
+{
+    int found;
+    (void)self_ns;
+    for (uint64_t i = 0; i < n; i++) {
+        if (!pcb_store_get(b->store, next_name(b), b->p->key_len, &b->out, &found, &b->st))
+            return -1;
+        if (!found)
+            return pcb_fail(&b->st, PCB_E_VALUE, "benchmark bug: an entry went missing") - 1;
+    }
+    return 0;
+}
+
+static int run_get_missing(bench *b, uint64_t n, uint64_t *self_ns)
+{
+    int found;
+    (void)self_ns;
+    for (uint64_t i = 0; i < n; i++) {
+        const char *name = b->missing + b->miss_cursor * b->p->key_len;
+        if (++b->miss_cursor == b->n_missing)
+            b->miss_cursor = 0;
+        if (!pcb_store_get(b->store, name, b->p->key_len, &b->out, &found, &b->st))
+            return -1;
+    }
+    return 0;
+}
+
+static int run_contains(bench *b, uint64_t n, uint64_t *self_ns)
+{
+    int found;
+    (void)self_ns;
+    for (uint64_t i = 0; i < n; i++)
+        if (!pcb_store_contains(b->store, next_name(b), b->p->key_len, &found, &b->st))
+            return -1;
+    return 0;
+}
+
+static int run_all(bench *b, uint64_t n, uint64_t *self_ns)
+{
+    (void)self_ns;
+    for (uint64_t i = 0; i < n; i++)
+        if (!pcb_store_all(b->store, NULL, NULL, &b->st))
+            return -1;
+    return 0;
+}
+
+static int run_commit(bench *b, uint64_t n, uint64_t *self_ns)
+{
+    (void)self_ns;
+    for (uint64_t i = 0; i < n; i++) {
+        pcb_edit *e = pcb_edit_new(b->store, &b->st);
+        int ok = e != NULL && do_puts(b, e, b->p->batch) && pcb_edit_commit(e, 1, &b->st);
+        pcb_edit_free(e);
+        if (!ok)
+            return -1;
+    }
+    return 0;
+}
+
+/* Blocked: the puts and apply() the caller waits for (the timed part).
+ * Durable: until the background write has landed (flush). */
+static int run_apply(bench *b, uint64_t n, uint64_t *self_ns)
+{
+    uint64_t blocked = 0, durable = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t t0 = pcb_clock_ns();
+        pcb_edit *e = pcb_edit_new(b->store, &b->st);
+        int ok = e != NULL && do_puts(b, e, b->p->batch) && pcb_edit_commit(e, 0, &b->st);
+        uint64_t t1 = pcb_clock_ns();
+        pcb_edit_free(e);
+        ok = ok && pcb_store_flush(b->store, &b->st);
+        uint64_t t2 = pcb_clock_ns();
+        if (!ok)
+            return -1;
+        blocked += t1 - t0;
+        durable += t2 - t0;
+    }
+    *self_ns = blocked;
+    if (b->durable_ring)
+        b->durable_ring[b->calls++ % b->p_repeats] = durable;
+    return 0;
+}
+
+/* Open timed alone: a cold open first deletes the files (a first launch),
+ * a warm one reopens what is there. */
+static int run_open(bench *b, uint64_t n, uint64_t *self_ns, int cold)
+{
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        int created = 0;
+        if (!close_store(b, &b->st))
+            return -1;
+        if (cold)
+            unlink_store_files(b);
+        uint64_t t0 = pcb_clock_ns();
+        int ok = open_store(b, cold ? &created : NULL, &b->st);
+        total += pcb_clock_ns() - t0;
+        if (!ok)
+            return -1;
+    }
+    *self_ns = total;
+    return 0;
+}
+
+static int run_open_cold(bench *b, uint64_t n, uint64_t *self_ns) { return run_open(b, n, self_ns, 1); }
+static int run_open_warm(bench *b, uint64_t n, uint64_t *self_ns) { return run_open(b, n, self_ns, 0); }
+
+static int run_rotate(bench *b, uint64_t n, uint64_t *self_ns)
+{
+    (void)self_ns;
+    for (uint64_t i = 0; i < n; i++)
+        if (!pcb_store_rotate(b->store, NULL, &b->st))
+            return -1;
+    return 0;
+}
+
+typedef int (*workload_fn)(bench *b, uint64_t n, uint64_t *self_ns);
+
+static const workload_fn workloads[PCB_WL_COUNT] = {
+    [PCB_WL_PUT] = run_put, [PCB_WL_GET] = run_get, [PCB_WL_GET_MISSING] = run_get_missing,
+    [PCB_WL_CONTAINS] = run_contains, [PCB_WL_ALL] = run_all, [PCB_WL_COMMIT] = run_commit,
+    [PCB_WL_APPLY] = run_apply, [PCB_WL_OPEN_COLD] = run_open_cold,
+    [PCB_WL_OPEN_WARM] = run_open_warm, [PCB_WL_ROTATE] = run_rotate,
+};
+
+/* The timing engine's entry point. */
 static int run(void *arg, uint64_t n, uint64_t *self_ns)
 {
     bench *b = arg;
+    if ((unsigned)b->p->workload >= PCB_WL_COUNT)
+        return pcb_fail(&b->st, PCB_E_VALUE, "unknown workload") - 1;
+    return workloads[b->p->workload](b, n, self_ns);
+}
+
+/* The store's paths and the master key option the benchmark uses. */
+static int set_paths(bench *b, pcb_status *st)
+{
     const pcb_store_bench_params *p = b->p;
-    int found;
-    switch (p->workload) {
-    case PCB_WL_PUT: {
-        pcb_edit *e = pcb_edit_new(b->store, &b->st);
-        if (e == NULL)
-            return -1;
-        int ok = do_puts(b, e, n);
-        pcb_edit_free(e); /* discarded: put alone is timed, not commit */
-        return ok ? 0 : -1;
+    if (snprintf(b->path, sizeof b->path, "%s/bench_prefs.xml", p->dir) >= (int)sizeof b->path
+        || snprintf(b->key_path, sizeof b->key_path, "%s/bench_master.key", p->dir)
+               >= (int)sizeof b->key_path)
+        return pcb_fail(st, PCB_E_VALUE, "directory path too long");
+    if (p->opt.encrypted) {
+        if (p->use_passphrase) {
+            b->opt.passphrase = "correct horse battery staple";
+            b->opt.passphrase_len = strlen(b->opt.passphrase);
+            b->opt.master_key_file = NULL;
+        } else {
+            b->opt.master_key_file = b->key_path;
+            b->opt.passphrase = NULL;
+        }
     }
-    case PCB_WL_GET:
-        for (uint64_t i = 0; i < n; i++) {
-            if (!pcb_store_get(b->store, next_name(b), p->key_len, &b->out, &found, &b->st))
-                return -1;
-            if (!found) {
-                pcb_fail(&b->st, PCB_E_VALUE, "benchmark bug: an entry went missing");
-                return -1;
-            }
-        }
+    return 1;
+}
+
+/* Names, missing names, the value, and a shuffled access order (Fisher-Yates
+ * with OpenSSL's generator), all made before any clock runs. */
+static int prepare_inputs(bench *b, pcb_status *st)
+{
+    const size_t n_keys = b->p->n_keys, kl = b->p->key_len;
+    b->n_missing = n_keys < 65536 ? (n_keys ? n_keys : 1) : 65536;
+    b->names = malloc(n_keys * kl + 1);
+    b->missing = malloc(b->n_missing * kl + 1);
+    b->order = malloc((n_keys ? n_keys : 1) * sizeof *b->order);
+    b->in_order = malloc(n_keys * kl + 1);
+    if (b->names == NULL || b->missing == NULL || b->order == NULL || b->in_order == NULL)
+        return fail_oom(st);
+    if (!random_text(b->cache, b->names, n_keys * kl, st)
+        || !random_text(b->cache, b->missing, b->n_missing * kl, st) || !make_value(b, st))
         return 0;
-    case PCB_WL_GET_MISSING:
-        for (uint64_t i = 0; i < n; i++) {
-            const char *name = b->missing + b->miss_cursor * p->key_len;
-            if (++b->miss_cursor == b->n_missing)
-                b->miss_cursor = 0;
-            if (!pcb_store_get(b->store, name, p->key_len, &b->out, &found, &b->st))
-                return -1;
-        }
-        return 0;
-    case PCB_WL_CONTAINS:
-        for (uint64_t i = 0; i < n; i++)
-            if (!pcb_store_contains(b->store, next_name(b), p->key_len, &found, &b->st))
-                return -1;
-        return 0;
-    case PCB_WL_ALL:
-        for (uint64_t i = 0; i < n; i++)
-            if (!pcb_store_all(b->store, NULL, NULL, &b->st))
-                return -1;
-        return 0;
-    case PCB_WL_COMMIT:
-        for (uint64_t i = 0; i < n; i++) {
-            pcb_edit *e = pcb_edit_new(b->store, &b->st);
-            int ok = e != NULL && do_puts(b, e, p->batch) && pcb_edit_commit(e, 1, &b->st);
-            pcb_edit_free(e);
-            if (!ok)
-                return -1;
-        }
-        return 0;
-    case PCB_WL_APPLY: {
-        /* Blocked: the puts and apply() the caller waits for. Durable: until
-         * the background write has landed (flush). */
-        uint64_t blocked = 0, durable = 0;
-        for (uint64_t i = 0; i < n; i++) {
-            uint64_t t0 = pcb_clock_ns();
-            pcb_edit *e = pcb_edit_new(b->store, &b->st);
-            int ok = e != NULL && do_puts(b, e, p->batch) && pcb_edit_commit(e, 0, &b->st);
-            uint64_t t1 = pcb_clock_ns();
-            pcb_edit_free(e);
-            ok = ok && pcb_store_flush(b->store, &b->st);
-            uint64_t t2 = pcb_clock_ns();
-            if (!ok)
-                return -1;
-            blocked += t1 - t0;
-            durable += t2 - t0;
-        }
-        *self_ns = blocked;
-        if (b->durable_ring)
-            b->durable_ring[b->calls++ % b->p_repeats] = durable;
-        return 0;
+    for (size_t i = 0; i < n_keys; i++)
+        b->order[i] = (uint32_t)i;
+    for (size_t i = n_keys; i > 1; i--) {
+        uint64_t r;
+        if (RAND_bytes_ex(b->cache->libctx, (unsigned char *)&r, sizeof r, 0) != 1)
+            return pcb_fail_openssl(st, "shuffling");
+        size_t j = (size_t)(r % i);
+        uint32_t t = b->order[i - 1];
+        b->order[i - 1] = b->order[j];
+        b->order[j] = t;
     }
-    case PCB_WL_OPEN_COLD: {
-        uint64_t total = 0;
-        for (uint64_t i = 0; i < n; i++) {
-            int created = 0;
-            if (!close_store(b, &b->st))
-                return -1;
-            unlink_store_files(b);
-            uint64_t t0 = pcb_clock_ns();
-            int ok = open_store(b, &created, &b->st);
-            total += pcb_clock_ns() - t0;
-            if (!ok)
-                return -1;
-        }
-        *self_ns = total;
+    for (size_t i = 0; i < n_keys; i++)
+        memcpy(b->in_order + i * kl, name_at(b, b->order[i]), kl);
+    return 1;
+}
+
+/* Plaintext bytes one operation of the workload handles. */
+static size_t payload_of(const bench *b)
+{
+    const size_t per_value = b->value.len - 4;
+    switch (b->p->workload) {
+    case PCB_WL_ALL: case PCB_WL_OPEN_WARM: case PCB_WL_ROTATE: return per_value * b->p->n_keys;
+    case PCB_WL_COMMIT: case PCB_WL_APPLY: return per_value * b->p->batch;
+    case PCB_WL_OPEN_COLD: return 0;
+    default: return per_value;
+    }
+}
+
+/* The breakdown of put/get: the same operation again with stage clocks on. */
+static int measure_stages(bench *b, const pcb_timing_result *tr, pcb_store_bench_extra *extra,
+                          pcb_status *st)
+{
+    uint64_t n = tr->iterations < 20000 ? tr->iterations : 20000, self = UINT64_MAX;
+    if (n == 0)
+        n = 1;
+    pcb_store_take_stages(b->store, extra->stage_ns);
+    pcb_store_stage_clocks(b->store, 1);
+    uint64_t t0 = pcb_clock_ns();
+    int rc = run(b, n, &self);
+    uint64_t dt = pcb_clock_ns() - t0;
+    pcb_store_stage_clocks(b->store, 0);
+    pcb_store_take_stages(b->store, extra->stage_ns);
+    if (rc != 0) {
+        *st = b->st;
         return 0;
     }
-    case PCB_WL_OPEN_WARM: {
-        uint64_t total = 0;
-        for (uint64_t i = 0; i < n; i++) {
-            if (!close_store(b, &b->st))
-                return -1;
-            uint64_t t0 = pcb_clock_ns();
-            int ok = open_store(b, NULL, &b->st);
-            total += pcb_clock_ns() - t0;
-            if (!ok)
-                return -1;
-        }
-        *self_ns = total;
+    for (int i = 0; i < PCB_STAGE_COUNT; i++)
+        extra->stage_ns[i] /= n;
+    extra->stage_total_ns = dt / n;
+    extra->have_stages = 1;
+    return 1;
+}
+
+/* The populated store, its footprint, and the timed samples. */
+static int bench_store(bench *b, const pcb_timing_params *tp, pcb_timing_result *tr,
+                       pcb_store_bench_extra *extra, pcb_status *st)
+{
+    const pcb_store_bench_params *p = b->p;
+    if (!populate(b, st))
+        return 0;
+    extra->entries = pcb_store_count(b->store);
+    extra->heap_bytes = pcb_store_heap_bytes(b->store);
+    extra->disk_bytes = pcb_store_disk_bytes(b->store);
+    extra->payload = payload_of(b);
+    if (p->workload == PCB_WL_OPEN_COLD) {
+        /* Cold opens start from nothing: drop the populated store. */
+        int ok = close_store(b, st);
+        unlink_store_files(b);
+        if (!ok || !open_store(b, NULL, st))
+            return 0;
+    }
+    /* The engine calls run() for warm-up and calibration, then once per
+     * sample: apply's durable times go to a ring of `repeats` cells, so the
+     * last `repeats` calls, the samples, are what it holds at the end. */
+    if (p->workload == PCB_WL_APPLY && extra->durable_ns) {
+        b->durable_ring = calloc(tp->repeats, sizeof *b->durable_ring);
+        if (b->durable_ring == NULL)
+            return fail_oom(st);
+    }
+    if (pcb_time_kernel(run, b, tp, tr) != 0) {
+        *st = b->st;
         return 0;
     }
-    case PCB_WL_ROTATE:
-        for (uint64_t i = 0; i < n; i++)
-            if (!pcb_store_rotate(b->store, NULL, &b->st))
-                return -1;
-        return 0;
-    default:
-        pcb_fail(&b->st, PCB_E_VALUE, "unknown workload");
-        return -1;
-    }
+    if (b->durable_ring)
+        for (uint32_t i = 0; i < tp->repeats; i++)
+            extra->durable_ns[i] = b->durable_ring[(b->calls - tp->repeats + i) % tp->repeats];
+    if (p->stages && (p->workload == PCB_WL_PUT || p->workload == PCB_WL_GET))
+        return measure_stages(b, tr, extra, st);
+    return 1;
 }
 
 int pcb_store_bench(const pcb_store_bench_params *p, const pcb_evp_cache *cache,
@@ -294,132 +450,17 @@ int pcb_store_bench(const pcb_store_bench_params *p, const pcb_evp_cache *cache,
                     pcb_store_bench_extra *extra, pcb_status *st)
 {
     bench b;
-    int ok = 1;
     memset(&b, 0, sizeof b);
     b.p = p;
     b.cache = cache;
     b.opt = p->opt;
     b.p_repeats = tp->repeats;
     pcb_buf_init(&b.out);
-    if (snprintf(b.path, sizeof b.path, "%s/bench_prefs.xml", p->dir) >= (int)sizeof b.path
-        || snprintf(b.key_path, sizeof b.key_path, "%s/bench_master.key", p->dir) >= (int)sizeof b.key_path)
-        return pcb_fail(st, PCB_E_VALUE, "directory path too long");
-    if (p->opt.encrypted) {
-        if (p->use_passphrase) {
-            b.opt.passphrase = "correct horse battery staple";
-            b.opt.passphrase_len = strlen(b.opt.passphrase);
-            b.opt.master_key_file = NULL;
-        } else {
-            b.opt.master_key_file = b.key_path;
-            b.opt.passphrase = NULL;
-        }
-    }
+    pcb_buf_init(&b.value);
+    if (!set_paths(&b, st))
+        return 0;
     unlink_store_files(&b);
-    const size_t n_keys = p->n_keys;
-    b.n_missing = n_keys < 65536 ? (n_keys ? n_keys : 1) : 65536;
-    b.names = malloc(n_keys * p->key_len + 1);
-    b.missing = malloc(b.n_missing * p->key_len + 1);
-    b.order = malloc((n_keys ? n_keys : 1) * sizeof *b.order);
-    if (b.names == NULL || b.missing == NULL || b.order == NULL) {
-        ok = fail_oom(st);
-        goto done;
-    }
-    ok = random_text(cache, b.names, n_keys * p->key_len, st)
-         && random_text(cache, b.missing, b.n_missing * p->key_len, st) && make_value(&b, st);
-    if (!ok)
-        goto done;
-    /* Fisher-Yates with OpenSSL's generator: a random access order. */
-    for (size_t i = 0; i < n_keys; i++)
-        b.order[i] = (uint32_t)i;
-    for (size_t i = n_keys; i > 1; i--) {
-        uint64_t r;
-        if (RAND_bytes_ex(cache->libctx, (unsigned char *)&r, sizeof r, 0) != 1) {
-            ok = pcb_fail_openssl(st, "shuffling");
-            goto done;
-        }
-        size_t j = (size_t)(r % i);
-        uint32_t t = b.order[i - 1];
-        b.order[i - 1] = b.order[j];
-        b.order[j] = t;
-    }
-    b.in_order = malloc(n_keys * p->key_len + 1);
-    if (b.in_order == NULL) {
-        ok = fail_oom(st);
-        goto done;
-    }
-    for (size_t i = 0; i < n_keys; i++)
-        memcpy(b.in_order + i * p->key_len, name_at(&b, b.order[i]), p->key_len);
-    if (!populate(&b, st)) {
-        ok = 0;
-        goto done;
-    }
-    extra->entries = pcb_store_count(b.store);
-    extra->heap_bytes = pcb_store_heap_bytes(b.store);
-    extra->disk_bytes = pcb_store_disk_bytes(b.store);
-    switch (p->workload) {
-    case PCB_WL_ALL: case PCB_WL_OPEN_WARM: case PCB_WL_ROTATE:
-        extra->payload = (b.value_len - 4) * n_keys;
-        break;
-    case PCB_WL_COMMIT: case PCB_WL_APPLY:
-        extra->payload = (b.value_len - 4) * p->batch;
-        break;
-    case PCB_WL_OPEN_COLD:
-        extra->payload = 0;
-        break;
-    default:
-        extra->payload = b.value_len - 4;
-    }
-    if (p->workload == PCB_WL_OPEN_COLD) {
-        /* Cold opens start from nothing: drop the populated store. */
-        ok = close_store(&b, st);
-        unlink_store_files(&b);
-        ok = ok && open_store(&b, NULL, st);
-        if (!ok)
-            goto done;
-    }
-
-    /* The engine calls run() for warm-up and calibration, then once per
-     * sample: apply's durable times go to a ring of `repeats` cells, so the
-     * last `repeats` calls, the samples, are what it holds at the end. */
-    if (p->workload == PCB_WL_APPLY && extra->durable_ns) {
-        b.durable_ring = calloc(tp->repeats, sizeof *b.durable_ring);
-        if (b.durable_ring == NULL) {
-            ok = fail_oom(st);
-            goto done;
-        }
-    }
-    if (pcb_time_kernel(run, &b, tp, tr) != 0) {
-        *st = b.st;
-        ok = 0;
-        goto done;
-    }
-    if (b.durable_ring)
-        for (uint32_t i = 0; i < tp->repeats; i++)
-            extra->durable_ns[i] = b.durable_ring[(b.calls - tp->repeats + i) % tp->repeats];
-
-    if (p->stages && (p->workload == PCB_WL_PUT || p->workload == PCB_WL_GET)) {
-        /* The breakdown: the same operation with stage clocks on. */
-        uint64_t n = tr->iterations < 20000 ? tr->iterations : 20000, self = UINT64_MAX;
-        if (n == 0)
-            n = 1;
-        pcb_store_take_stages(b.store, extra->stage_ns);
-        pcb_store_stage_clocks(b.store, 1);
-        uint64_t t0 = pcb_clock_ns();
-        int rc = run(&b, n, &self);
-        uint64_t dt = pcb_clock_ns() - t0;
-        pcb_store_stage_clocks(b.store, 0);
-        pcb_store_take_stages(b.store, extra->stage_ns);
-        if (rc != 0) {
-            *st = b.st;
-            ok = 0;
-            goto done;
-        }
-        for (int i = 0; i < PCB_STAGE_COUNT; i++)
-            extra->stage_ns[i] /= n;
-        extra->stage_total_ns = dt / n;
-        extra->have_stages = 1;
-    }
-done:
+    int ok = prepare_inputs(&b, st) && bench_store(&b, tp, tr, extra, st);
     if (b.store) {
         pcb_status ignored = {0};
         if (!close_store(&b, ok ? st : &ignored))
@@ -431,9 +472,7 @@ done:
     free(b.order);
     free(b.in_order);
     free(b.durable_ring);
-    if (b.value)
-        OPENSSL_cleanse(b.value, b.value_len);
-    free(b.value);
+    pcb_buf_free(&b.value);
     pcb_buf_free(&b.out);
     return ok;
 }

@@ -1,5 +1,5 @@
 /*
- * pcb_store_bench.h — timed workloads on the store, run in C without the GIL.
+ * store/bench.h — timed workloads on the store, run in C without the GIL.
  *
  * Owns: building a store of n_keys entries in a given directory, the
  * per-workload operation loops handed to the timing engine (put, get,

@@ -53,118 +53,166 @@ static int dump_entry(void *arg, const char *name, size_t nl, const uint8_t *v, 
     return d->names.failed || d->values.failed;
 }
 
+/* What a failed rotation puts back: the keys, the options naming the
+ * master key, the sealed keyset texts. */
+typedef struct {
+    uint8_t siv_key[SIV_KEY_LEN], value_key[VALUE_KEY_LEN], siv_kid[4], value_kid[4];
+    uint8_t master[MASTER_KEY_LEN];
+    pcb_store_options opt;
+    pcb_buf text[2];
+    int new_master; /* s->opt now owns new strings; opt holds the old ones */
+} saved_keys;
+
+static void save_keys(pcb_store *s, saved_keys *k)
+{
+    memcpy(k->siv_key, s->siv_key, SIV_KEY_LEN);
+    memcpy(k->value_key, s->value_key, VALUE_KEY_LEN);
+    memcpy(k->siv_kid, s->siv_kid, 4);
+    memcpy(k->value_kid, s->value_kid, 4);
+    memcpy(k->master, s->master, MASTER_KEY_LEN);
+    k->opt = s->opt;
+    k->new_master = 0;
+    for (int i = 0; i < 2; i++) {
+        k->text[i] = s->keyset_text[i];
+        pcb_buf_init(&s->keyset_text[i]);
+    }
+}
+
+static void free_options(pcb_store_options *o)
+{
+    free((void *)o->master_key_file);
+    if (o->passphrase)
+        pcb_wipe_free((void *)o->passphrase, o->passphrase_len + 1);
+}
+
+/* Nothing changed on disk: the old keys, options and contexts come back. */
+static void restore_keys(pcb_store *s, saved_keys *k)
+{
+    memcpy(s->siv_key, k->siv_key, SIV_KEY_LEN);
+    memcpy(s->value_key, k->value_key, VALUE_KEY_LEN);
+    memcpy(s->siv_kid, k->siv_kid, 4);
+    memcpy(s->value_kid, k->value_kid, 4);
+    memcpy(s->master, k->master, MASTER_KEY_LEN);
+    if (k->new_master) {
+        free_options(&s->opt);
+        s->opt = k->opt;
+        k->new_master = 0;
+    }
+    for (int i = 0; i < 2; i++) {
+        pcb_buf_free(&s->keyset_text[i]);
+        s->keyset_text[i] = k->text[i];
+        pcb_buf_init(&k->text[i]);
+    }
+    pcb_status ignored = {0};
+    pcb_aead_pair_free(&s->master_ctx);
+    pcb_aead_pair_new(&s->master_ctx, s->master_cipher, s->master, &ignored);
+    s->key_gen++;
+    pcb_keys_contexts(s, &ignored);
+}
+
+/* Drops what save_keys kept (after success, or after restore_keys). */
+static void drop_saved(saved_keys *k)
+{
+    if (k->new_master)
+        free_options(&k->opt);
+    pcb_buf_free(&k->text[0]);
+    pcb_buf_free(&k->text[1]);
+    OPENSSL_cleanse(k, sizeof *k);
+}
+
+/* A new master key from a new key file or passphrase. A new passphrase
+ * keeps the store's salt and costs (a salt need only be unique per store),
+ * so no second file must change atomically with the store. */
+static int new_master(pcb_store *s, const pcb_store_options *new_opt, saved_keys *k,
+                      pcb_status *st)
+{
+    pcb_store_options o = s->opt;
+    o.master_key_file = new_opt->master_key_file;
+    o.passphrase = new_opt->passphrase;
+    o.passphrase_len = new_opt->passphrase_len;
+    o.scrypt_n = new_opt->scrypt_n;
+    if (!pcb_store_own_options(&s->opt, &o))
+        return pcb_oom(st);
+    int created;
+    k->new_master = 1;
+    return pcb_keys_load_master(s, 1, &created, st);
+}
+
+/* Every dumped entry encrypted under the store's (new) keys into fresh. */
+static int reencrypt(pcb_store *s, const plain_dump *d, pcb_map *fresh, pcb_status *st)
+{
+    rotate_ctx rc = {fresh, s, st, {0}, {0}};
+    int ok = 1;
+    pcb_buf_init(&rc.sname);
+    pcb_buf_init(&rc.svalue);
+    for (size_t no = 0, vo = 0; ok && no < d->names.len;) {
+        size_t nl = pcb_load_le32((const uint8_t *)d->names.data + no);
+        size_t vl = pcb_load_le32((const uint8_t *)d->values.data + vo);
+        ok = rotate_entry(&rc, d->names.data + no + 4, nl,
+                          (const uint8_t *)d->values.data + vo + 4, vl) == 0;
+        no += 4 + nl;
+        vo += 4 + vl;
+    }
+    pcb_buf_free(&rc.sname);
+    pcb_buf_free(&rc.svalue);
+    return ok;
+}
+
+/* Swaps fresh in and writes the file (lock held on entry and exit; dropped
+ * while writing). On failure the old map is back and fresh holds the new. */
+static int swap_and_write(pcb_store *s, pcb_map *fresh, pcb_status *st)
+{
+    pcb_map old = s->map;
+    uint64_t gen;
+    s->map = *fresh;
+    s->mem_gen++;
+    pcb_store_unlock(s);
+    int ok = pcb_persist_write(s, &gen, st);
+    pcb_store_lock(s);
+    if (ok) {
+        pcb_map_free(&old);
+        s->disk_gen = gen;
+    } else {
+        *fresh = s->map;
+        s->map = old;
+    }
+    return ok;
+}
+
 int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status *st)
 {
-    if (!s->opt.encrypted)
+    if (s->codec.file == PCB_FILE_NATIVE)
         return pcb_fail(st, PCB_E_VALUE, "a plain store has no keys to rotate");
     if (!pcb_store_flush(s, st))
         return 0;
     plain_dump d;
+    saved_keys k;
+    pcb_map fresh;
+    int have_fresh = 0;
     pcb_buf_init(&d.names);
     pcb_buf_init(&d.values);
     pthread_mutex_lock(&s->io_lock);
     pcb_store_lock(s);
     /* 1. Every entry decrypted under the old keys (the seed's migration). */
     int ok = pcb_store_all_locked(s, dump_entry, &d, st) || (st->code ? 0 : pcb_oom(st));
-    struct {
-        uint8_t siv_key[SIV_KEY_LEN], value_key[VALUE_KEY_LEN], siv_kid[4], value_kid[4];
-        uint8_t master[MASTER_KEY_LEN];
-    } saved_keys; /* the old keys, restored on failure */
-    memcpy(saved_keys.siv_key, s->siv_key, SIV_KEY_LEN);
-    memcpy(saved_keys.value_key, s->value_key, VALUE_KEY_LEN);
-    memcpy(saved_keys.siv_kid, s->siv_kid, 4);
-    memcpy(saved_keys.value_kid, s->value_kid, 4);
-    memcpy(saved_keys.master, s->master, MASTER_KEY_LEN);
-    pcb_store_options old_opt = s->opt;
-    pcb_buf old_text[2] = {s->keyset_text[0], s->keyset_text[1]};
-    pcb_buf_init(&s->keyset_text[0]);
-    pcb_buf_init(&s->keyset_text[1]);
-    int new_master = 0;
-    if (ok && new_opt != NULL && (new_opt->master_key_file || new_opt->passphrase)) {
-        /* 2. A new master key, from a new file or passphrase. */
-        pcb_store_options o = s->opt;
-        o.master_key_file = new_opt->master_key_file;
-        o.passphrase = new_opt->passphrase;
-        o.passphrase_len = new_opt->passphrase_len;
-        o.scrypt_n = new_opt->scrypt_n;
-        ok = pcb_store_own_options(&s->opt, &o) || pcb_oom(st);
-        if (ok) {
-            /* A new passphrase keeps the store's salt and costs (a salt need
-             * only be unique per store), so no second file must change
-             * atomically with the store. */
-            int created;
-            new_master = 1;
-            ok = pcb_keys_load_master(s, 1, &created, st);
-        }
-    }
-    /* 3. New keysets; every entry encrypted again into a fresh map. */
-    pcb_map fresh;
-    rotate_ctx rc = {&fresh, s, st, {0}, {0}};
-    pcb_buf_init(&rc.sname);
-    pcb_buf_init(&rc.svalue);
-    int have_fresh = ok && pcb_map_init(&fresh, s->map.live, s->map.secret);
-    ok = ok && (have_fresh || pcb_oom(st)) && pcb_keys_new(s, st);
-    for (size_t no = 0, vo = 0; ok && no < d.names.len;) {
-        size_t nl = pcb_load_le32((const uint8_t *)d.names.data + no), vl = pcb_load_le32((const uint8_t *)d.values.data + vo);
-        ok = rotate_entry(&rc, d.names.data + no + 4, nl, (const uint8_t *)d.values.data + vo + 4, vl) == 0;
-        no += 4 + nl;
-        vo += 4 + vl;
-    }
+    save_keys(s, &k);
+    /* 2. A new master key when asked; 3. new keysets, every entry again. */
+    if (ok && new_opt != NULL && (new_opt->master_key_file || new_opt->passphrase))
+        ok = new_master(s, new_opt, &k, st);
+    have_fresh = ok && pcb_map_init(&fresh, s->map.live, s->map.secret);
+    ok = ok && (have_fresh || pcb_oom(st)) && pcb_keys_new(s, st) && reencrypt(s, &d, &fresh, st);
+    /* 4. Into place and onto disk, or everything back. */
     if (ok) {
-        pcb_map old = s->map;
-        s->map = fresh;
-        have_fresh = 0;
-        s->mem_gen++;
-        pcb_store_unlock(s);
-        uint64_t gen;
-        ok = pcb_persist_write(s, &gen, st);
-        pcb_store_lock(s);
-        if (ok) {
-            pcb_map_free(&old);
-            s->disk_gen = gen;
-        } else {
-            fresh = s->map;
-            have_fresh = 1;
-            s->map = old;
-        }
+        ok = swap_and_write(s, &fresh, st);
+        have_fresh = !ok;
     }
-    if (!ok) {
-        /* Nothing changed on disk: put the old keys back. */
-        memcpy(s->siv_key, saved_keys.siv_key, SIV_KEY_LEN);
-        memcpy(s->value_key, saved_keys.value_key, VALUE_KEY_LEN);
-        memcpy(s->siv_kid, saved_keys.siv_kid, 4);
-        memcpy(s->value_kid, saved_keys.value_kid, 4);
-        memcpy(s->master, saved_keys.master, MASTER_KEY_LEN);
-        if (new_master) {
-            free((void *)s->opt.master_key_file);
-            if (s->opt.passphrase)
-                pcb_wipe_free((void *)s->opt.passphrase, s->opt.passphrase_len + 1);
-            s->opt = old_opt;
-        }
-        for (int k = 0; k < 2; k++) {
-            pcb_buf_free(&s->keyset_text[k]);
-            s->keyset_text[k] = old_text[k];
-            pcb_buf_init(&old_text[k]);
-        }
-        pcb_status ignored = {0};
-        pcb_aead_pair_free(&s->master_ctx);
-        pcb_aead_pair_new(&s->master_ctx, s->master_cipher, s->master, &ignored);
-        s->key_gen++;
-        pcb_keys_contexts(s, &ignored);
-    } else if (new_master) {
-        free((void *)old_opt.master_key_file);
-        if (old_opt.passphrase)
-            pcb_wipe_free((void *)old_opt.passphrase, old_opt.passphrase_len + 1);
-    }
+    if (!ok)
+        restore_keys(s, &k);
+    drop_saved(&k);
     if (have_fresh)
         pcb_map_free(&fresh);
-    pcb_buf_free(&old_text[0]);
-    pcb_buf_free(&old_text[1]);
-    OPENSSL_cleanse(&saved_keys, sizeof saved_keys);
     pcb_store_unlock(s);
     pthread_mutex_unlock(&s->io_lock);
-    pcb_buf_free(&rc.sname);
-    pcb_buf_free(&rc.svalue);
     pcb_buf_free(&d.names);
     pcb_buf_free(&d.values);
     return ok;

@@ -1,5 +1,5 @@
 /*
- * pcb_store.h — the encrypted key-value store: EncryptedSharedPreferences'
+ * store/store.h — the encrypted key-value store: EncryptedSharedPreferences'
  * format and semantics, and the plain SharedPreferences baseline.
  *
  * Owns: the in-memory map (open addressing over an arena, laid out so a
