@@ -60,9 +60,9 @@ crypto_cflags=($(pkg-config --cflags libcrypto))
 # shellcheck disable=SC2207
 crypto_libs=($(pkg-config --libs libcrypto))
 
-core=("$root/csrc/pcb_kernels.c" "$root/csrc/pcb_siv.c" "$root/csrc/pcb_tea.c")
-store=("${core[@]}" "$root/csrc/pcb_store.c" "$root/csrc/pcb_prefs_xml.c"
-       "$root/csrc/pcb_b64.c" "$root/csrc/pcb_timing.c")
+# Every layer below py/ (csrc/README.md): the C core links without Python.
+core=("$root"/csrc/common/*.c "$root"/csrc/crypto/*.c "$root"/csrc/format/*.c)
+store=("${core[@]}" "$root"/csrc/store/*.c)
 
 echo "fuzz/build.sh: $("$cc" --version | head -1) -> $out" >&2
 "$cc" "${flags[@]}" "${crypto_cflags[@]}" "$here/fuzz_store_load.c" "${store[@]}" \
@@ -71,7 +71,8 @@ pid1=$!
 "$cc" "${flags[@]}" "${crypto_cflags[@]}" "$here/fuzz_cipher_args.c" "${core[@]}" \
     -o "$out/fuzz_cipher_args" "${crypto_libs[@]}" -lpthread -lm &
 pid2=$!
-"$cc" "${flags[@]}" "$here/fuzz_b64.c" "$root/csrc/pcb_b64.c" -o "$out/fuzz_b64" &
+"$cc" "${flags[@]}" "$here/fuzz_b64.c" "$root/csrc/format/b64.c" "$root/csrc/common/cpu.c" \
+    -o "$out/fuzz_b64" &
 pid3=$!
 rc=0
 wait "$pid1" || rc=1

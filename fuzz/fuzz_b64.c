@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pcb_b64.h"
+#include "format/b64.h"
 
 #define DIE(...)                                                           \
     do {                                                                   \

@@ -41,8 +41,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pcb_kernels.h"
-#include "pcb_tea.h"
+#include "crypto/cipher.h"
+#include "crypto/tea.h"
 
 static pcb_evp_cache cache;
 static int cache_ready;
@@ -52,7 +52,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     pcb_status st = {0};
-    pcb_tea_init();
     if (!pcb_evp_cache_init(&cache, &st)) {
         fprintf(stderr, "fuzz_cipher_args: pcb_evp_cache_init failed: %s\n", st.msg);
         abort();

@@ -52,10 +52,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pcb_b64.h"
-#include "pcb_kernels.h"
-#include "pcb_prefs_xml.h"
-#include "pcb_store.h"
+#include "format/b64.h"
+#include "crypto/cipher.h"
+#include "format/prefs_xml.h"
+#include "store/store.h"
 
 #define KEY_KEYSET "__androidx_security_crypto_encrypted_prefs_key_keyset__"
 #define EXTRA_NAME "pcb-fuzz-extra"
@@ -100,7 +100,6 @@ static int usable_dir(const char *d)
 static void setup(void)
 {
     pcb_status st = {0};
-    pcb_tea_init();
     verbose = getenv("PCB_FUZZ_VERBOSE") != NULL && getenv("PCB_FUZZ_VERBOSE")[0] == '1';
     if (!pcb_evp_cache_init(&cache, &st)) {
         fprintf(stderr, "fuzz_store_load: pcb_evp_cache_init failed: %s\n", st.msg);
