@@ -15,7 +15,8 @@
 
 #include "common/siphash.h"
 
-void *pcb_grow_wipe(void *old, size_t old_cap, size_t used, size_t new_cap)
+/* Wiping reallocation: old (old_cap bytes, `used` kept) wiped and freed. */
+static void *pcb_grow_wipe(void *old, size_t old_cap, size_t used, size_t new_cap)
 {
     void *n = malloc(new_cap);
     if (n == NULL)
@@ -26,6 +27,23 @@ void *pcb_grow_wipe(void *old, size_t old_cap, size_t used, size_t new_cap)
         free(old);
     }
     return n;
+}
+
+char *pcb_grow_capped(char **buf, size_t *cap, size_t used, size_t n, size_t limit)
+{
+    if (n > SIZE_MAX / 4 - used)
+        return NULL;
+    size_t need = used + n, c = *cap ? *cap * 2 : 256;
+    if (c < need)
+        c = need;
+    if (c > limit && need <= limit)
+        c = limit;
+    char *b = pcb_grow_wipe(*buf, *cap, used, c);
+    if (b == NULL)
+        return NULL;
+    *buf = b;
+    *cap = c;
+    return b;
 }
 
 /* The hash key: the kernel's randomness where it is one call away without
@@ -95,18 +113,9 @@ static int slots_grow(pcb_name_set *ns)
  * is at most the input size (growth is capped there). */
 static int arena_copy(pcb_name_set *ns, const char *name, size_t len, size_t *off2)
 {
-    if (len > ns->arena_cap - ns->arena_len) {
-        size_t need = ns->arena_len + len, cap = ns->arena_cap ? ns->arena_cap * 2 : 256;
-        if (cap < need)
-            cap = need;
-        if (cap > ns->input_len && need <= ns->input_len)
-            cap = ns->input_len;
-        char *a = pcb_grow_wipe(ns->arena, ns->arena_cap, ns->arena_len, cap);
-        if (a == NULL)
-            return -1;
-        ns->arena = a;
-        ns->arena_cap = cap;
-    }
+    if (len > ns->arena_cap - ns->arena_len
+        && pcb_grow_capped(&ns->arena, &ns->arena_cap, ns->arena_len, len, ns->input_len) == NULL)
+        return -1;
     if (len > 0)
         memcpy(ns->arena + ns->arena_len, name, len);
     *off2 = ns->arena_len << 1 | 1;

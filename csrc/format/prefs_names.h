@@ -5,7 +5,8 @@
  * Owns: an open-addressing table keyed by SipHash-1-3 under a random key per
  * parse (hash flooding cannot make a parse quadratic). Names that decoded to
  * their raw bytes are referenced in the input; the others are copied to an
- * arena bounded by the input size, wiped when freed. Sizes are bytes. One
+ * arena bounded by the input size, wiped when freed. Also the parser's
+ * capped, wiping buffer growth (pcb_grow_capped), shared by both. Sizes are bytes. One
  * set per parse: not thread-safe.
  */
 #ifndef PCB_FORMAT_PREFS_NAMES_H
@@ -40,8 +41,10 @@ void pcb_name_set_free(pcb_name_set *ns);
  * of memory, -2 too many names. */
 int pcb_name_set_add(pcb_name_set *ns, const char *name, size_t len, size_t raw_off);
 
-/* Wiping reallocation: a new block of new_cap with old's first `used` bytes;
- * old (old_cap bytes) is wiped and freed. NULL (old untouched) on failure. */
-void *pcb_grow_wipe(void *old, size_t old_cap, size_t used, size_t new_cap);
+/* Grows a wiping buffer of *cap bytes holding `used` to room for n more:
+ * capacity doubles (from 256) but stays at `limit` when the content fits
+ * there (the caller knows its content never exceeds it). The block is
+ * returned (and *buf, *cap updated), or NULL on failure (untouched). */
+char *pcb_grow_capped(char **buf, size_t *cap, size_t used, size_t n, size_t limit);
 
 #endif /* PCB_FORMAT_PREFS_NAMES_H */

@@ -135,19 +135,8 @@ static char *scr_room(parser *p, size_t n)
 {
     if (n <= p->scr_cap - p->scr_len)
         return p->scr + p->scr_len;
-    if (n > SIZE_MAX / 4 - p->scr_len)
-        return NULL;
-    size_t need = p->scr_len + n, cap = p->scr_cap ? p->scr_cap * 2 : 256;
-    if (cap < need)
-        cap = need;
-    if (cap > p->scr_limit && need <= p->scr_limit)
-        cap = p->scr_limit;
-    char *s = pcb_grow_wipe(p->scr, p->scr_cap, p->scr_len, cap);
-    if (s == NULL)
-        return NULL;
-    p->scr = s;
-    p->scr_cap = cap;
-    return s + p->scr_len;
+    char *s = pcb_grow_capped(&p->scr, &p->scr_cap, p->scr_len, n, p->scr_limit);
+    return s ? s + p->scr_len : NULL;
 }
 
 static int scr_put(parser *p, const void *s, size_t n)
