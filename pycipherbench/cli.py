@@ -7,118 +7,16 @@ import json
 import os
 import subprocess
 import sys
-import time
 from typing import Any
 
 from ._machine import machine
-from ._measure import Measurement, Op, _ns, measure
+from .experiments import STORE_TIMING, format_speed, format_store, run_speed, store_points
 
-# The seed article's table, in its order (003: "Speed Test of 10MB Data Enc/Decryption").
-SPEED_GROUPS: list[tuple[str, list[str]]] = [
-    ("AES", ["AES/CBC/PKCS5Padding", "AES/CBC/NoPadding", "AES/ECB/PKCS5Padding",
-             "AES/ECB/NoPadding", "AES/GCM/NoPadding"]),
-    ("DES", ["DES/CBC/PKCS5Padding", "DES/CBC/NoPadding", "DES/ECB/PKCS5Padding",
-             "DES/ECB/NoPadding"]),
-    ("3DES", ["DESede/CBC/PKCS5Padding", "DESede/CBC/NoPadding", "DESede/ECB/PKCS5Padding",
-              "DESede/ECB/NoPadding"]),
-    # Our vectorized TEA, and the one-block-at-a-time reference code like the seed's port.
-    ("TEA", ["TEA/ECB/NoPadding", "TEA-ref/ECB/NoPadding"]),
-]
-# The seed's ratio compared TEA with AES/ECB/PKCS5Padding encryption ("TEA:AES=16:990").
-RATIO_AES = "AES/ECB/PKCS5Padding"
-RATIO_TEAS = ("TEA-ref/ECB/NoPadding", "TEA/ECB/NoPadding")
+# Moved to .experiments; still importable from here (notebooks/encrypted_store.ipynb does).
+from .experiments import (  # noqa: F401
+    APPLY_MIN_TIME_SCALE, RATIO_AES, RATIO_TEAS, SPEED_GROUPS, STORE_OPS)
+
 HIDDEN_MASKED_FLAG = "--hw-masked-child"
-
-
-class _Progress:
-    """A status line on stderr, shown only once a run has taken a few seconds."""
-
-    def __init__(self, total: int, delay: float = 2.0) -> None:
-        self.total, self.delay, self.start = total, delay, time.monotonic()
-        self.tty = sys.stderr.isatty()
-        self.shown = False
-
-    def update(self, done: int, label: str) -> None:
-        elapsed = time.monotonic() - self.start
-        if elapsed < self.delay:
-            return
-        eta = elapsed / done * (self.total - done) if done else float("nan")
-        line = f"[{done}/{self.total}] {label}  elapsed {elapsed:.0f} s, ETA {eta:.0f} s"
-        if self.tty:
-            sys.stderr.write("\r\x1b[2K" + line)
-        else:
-            sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown and self.tty:
-            sys.stderr.write("\r\x1b[2K")
-            sys.stderr.flush()
-
-
-def _payload_label(n: int) -> str:
-    return f"{n >> 20}MB" if n % (1 << 20) == 0 else f"{n}B"
-
-
-def run_speed(payload: int, quick: bool, hw_aes: bool) -> list[Measurement]:
-    names = [n for _, group in SPEED_GROUPS for n in group]
-    jobs: list[tuple[str, Op]] = [(n, op) for n in names for op in ("enc", "dec")]
-    timing: dict[str, Any] = (
-        dict(min_time=0.01, repeats=3, warmup=0.0) if quick else dict(min_time=0.1, repeats=7)
-    )
-    progress = _Progress(len(jobs))
-    results = []
-    try:
-        for i, (name, op) in enumerate(jobs):
-            progress.update(i, f"{name} {op.upper()}")
-            m = measure(name, op=op, payload=payload, **timing)
-            if not hw_aes:  # measured in-process under a masked environment
-                m = _mark_masked(m)
-            results.append(m)
-    finally:
-        progress.close()
-    return results
-
-
-def _mark_masked(m: Measurement) -> Measurement:
-    from dataclasses import replace
-
-    from ._hwaes import masked_environment
-
-    _, mask = masked_environment()
-    return replace(m, hw_aes=False, hw_mask=mask)
-
-
-def format_speed(results: list[Measurement], payload: int) -> str:
-    by_key = {(m.transformation, m.op): m for m in results}
-    lines = [f"# Speed Test of {_payload_label(payload)} Data Enc/Decryption #"]
-    for title, group in SPEED_GROUPS:
-        lines.append(f"# {title}:")
-        for name in group:
-            for op in ("enc", "dec"):
-                m = by_key[(name, op)]
-                lines.append(f"* [{name}] {op.upper()}: {m.kb_per_ms:.1f} KB/ms")
-    aes = by_key[(RATIO_AES, "enc")]
-    for tea_name in RATIO_TEAS:
-        tea = by_key[(tea_name, "enc")]
-        ratio = aes.kb_per_ms / tea.kb_per_ms
-        verdict = f"AES is {ratio:.1f}x faster" if ratio >= 1 else f"TEA is {1 / ratio:.1f}x faster"
-        lines.append(
-            f"# TEA:AES = {tea.kb_per_ms:.1f}:{aes.kb_per_ms:.1f} -> {verdict} "
-            f"({RATIO_AES} vs {tea_name}, ENC, {tea.rounds} cycles)"
-        )
-    fp = results[0].machine
-    hw = "on" if results[0].hw_aes else f"OFF ({results[0].hw_mask})"
-    lines += [
-        f"# Machine: {fp['cpu_model']}, {fp['cores']} cores, {fp['arch']}; "
-        f"crypto flags: {' '.join(fp['cpu_flags']) or 'none'}",
-        f"# {fp['openssl_version']}; compiled by {fp['compiler']}; TEA kernel {fp['tea_impl']}; "
-        f"Python {fp['python']}; pycipherbench {fp['package_version']}",
-        f"# Hardware AES: {hw}. Median of {results[0].repeats} samples, message scope "
-        f"(each operation one whole {_payload_label(payload)} message, padding and tag included).",
-    ]
-    return "\n".join(lines)
 
 
 def cmd_speed(args: argparse.Namespace) -> int:
@@ -232,103 +130,11 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-STORE_OPS = ("put", "get", "contains", "get_missing")
-
-
-# store.bench("apply") calibrates its operation count on the time the caller is blocked,
-# but every operation also waits for its durable write (an fsync, ~100x longer): scale
-# min_time down so an apply sample lasts about as long as the others.
-APPLY_MIN_TIME_SCALE = 0.01
-
-
-def store_points(n_keys: int, hw_aes: bool = True,
-                 min_time: float | None = None) -> list[dict[str, Any]]:
-    """The points of the seed-000 experiments (see cmd_store), deduplicated."""
-    from .results import point_key
-    from .sweep import expand_grid
-
-    hw: dict[str, Any] = {} if hw_aes else {"hw_aes": False}
-    both = [False, True]
-    grids: list[dict[str, Any]] = [
-        dict(workload=list(STORE_OPS), encrypted=both, faithful=False, n_keys=n_keys),
-        dict(workload="commit", batch=100, n_keys=100, encrypted=both, faithful=both),
-        dict(workload="get", n_keys=100, encrypted=both, faithful=both),
-        dict(workload=["commit", "apply"], batch=1, n_keys=100, encrypted=both, faithful=False),
-        dict(workload=["open_cold", "open_warm"], n_keys=100, encrypted=both, faithful=False),
-    ]
-    points: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for grid in grids:
-        for p in expand_grid("store", **grid, **hw):
-            if p["workload"] == "apply" and min_time is not None:
-                p["min_time"] = min_time * APPLY_MIN_TIME_SCALE
-            points.setdefault(point_key(p), p)
-    return list(points.values())
-
-
-def format_store(results: Any, n_keys: int) -> str:
-    from .results import format_table
-
-    def med(**params: Any) -> float:
-        return float(results.one(**params).median)
-
-    lines = ["# Encrypted store vs plain SharedPreferences (the seed-000 experiments), this machine",
-             f"## Per operation, store of {n_keys} entries (32-character names, 32-character string values)"]
-    rows = []
-    for op in STORE_OPS:
-        plain = med(workload=op, encrypted=False, n_keys=n_keys)
-        enc = med(workload=op, encrypted=True, faithful=False, n_keys=n_keys)
-        rows.append([op, _ns(plain), _ns(enc), f"{enc / plain:.1f}x"])
-    lines += [format_table(["operation", "plain", "encrypted", "encrypted/plain"], rows), ""]
-
-    lines.append("## The 100-pair scenario: 100 puts + one commit, then 100 gets (store of 100 entries)")
-    rows = []
-    for step, kw, times in (("100 puts + commit", dict(workload="commit", batch=100), 1),
-                            ("100 gets", dict(workload="get", n_keys=100), 100)):
-        plain = med(**kw, encrypted=False) * times
-        lean = med(**kw, encrypted=True, faithful=False) * times
-        faithful = med(**kw, encrypted=True, faithful=True) * times
-        rows.append([step, _ns(plain), _ns(lean), _ns(faithful), f"{lean / plain:.1f}x",
-                     f"{faithful / plain:.1f}x"])
-    lines += [format_table(["step", "plain", "lean", "faithful", "lean/plain", "faithful/plain"],
-                           rows), ""]
-
-    lines.append("## Commit vs apply: one put per edit (store of 100 entries)")
-    rows = []
-    for enc in (False, True):
-        commit = med(workload="commit", batch=1, encrypted=enc)
-        apply = results.one(workload="apply", encrypted=enc)
-        rows.append(["encrypted" if enc else "plain", _ns(commit), _ns(apply.median),
-                     _ns(apply.extra.get("durable_median", float("nan")))])
-    lines += [format_table(["store", "commit (blocked until durable)", "apply (caller blocked)",
-                            "apply (until durable)"], rows), ""]
-
-    lines.append("## Open: cold (first launch: keys generated) vs warm (load 100 entries)")
-    rows = []
-    for enc in (False, True):
-        cold = med(workload="open_cold", encrypted=enc)
-        warm = med(workload="open_warm", encrypted=enc, n_keys=100)
-        rows.append(["encrypted" if enc else "plain", _ns(cold), _ns(warm)])
-    lines += [format_table(["store", "cold", "warm"], rows), ""]
-
-    m = results.measurements[0]
-    fp = results.machine
-    hw = "on" if all(x.hw_aes for x in results) else "OFF for the encrypted store"
-    lines += [
-        f"# Machine: {fp['cpu_model']}, {fp['cores']} cores, {fp['arch']}; "
-        f"crypto flags: {' '.join(fp['cpu_flags']) or 'none'}; {fp['openssl_version']}",
-        f"# Hardware AES: {hw}. Median of {m.repeats} samples. lean: this store's encrypted "
-        "mode; faithful: ESP's per-call work repeated (fresh key schedules, S2V from scratch, "
-        "a CSPRNG call per nonce). Same file format.",
-    ]
-    return "\n".join(lines)
-
-
 def cmd_store(args: argparse.Namespace) -> int:
     from .sweep import run_points
 
     n_keys = args.n_keys if args.n_keys is not None else (100 if args.quick else 1000)
-    timing: dict[str, Any] = (dict(min_time=0.005, repeats=3, warmup=0.0) if args.quick
-                              else dict(min_time=0.05, repeats=7))
+    timing: dict[str, Any] = dict(STORE_TIMING[args.quick])
     if args.directory is not None:
         timing["directory"] = args.directory
     try:

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._measure import Measurement, _size
+from ._format import format_size
+from ._record import Record
 from .results import Results
+from .store import StoreMeasurement
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -87,7 +89,7 @@ def _value_label(name: str, value: Any) -> str:
     if isinstance(value, str):
         return value
     if name == "payload":
-        return _size(int(value))
+        return format_size(int(value))
     return f"{name}={value}"
 
 
@@ -110,7 +112,7 @@ def _time_unit(ns: Sequence[float]) -> tuple[float, str]:
 
 
 def _lines(
-    results: Results, x: str, per_sample: Callable[[Measurement], np.ndarray], *,
+    results: Results, x: str, per_sample: Callable[[Record], np.ndarray], *,
     xlabel: str, ylabel: str, title: str, logx: bool = True, logy: bool = True,
     base: float = 10, xfmt: Callable[[float], str] | None = None,
 ) -> Figure:
@@ -183,7 +185,7 @@ def _bars(
 
 def _bar_chart(
     results: Results, series_param: str | None, value_names: dict[Any, str],
-    per_sample: Callable[[Measurement], np.ndarray], *, xlabel: str, ylabel: str, title: str,
+    per_sample: Callable[[Record], np.ndarray], *, xlabel: str, ylabel: str, title: str,
     missing_label: str = "does not apply", scale: float = 1.0,
 ) -> Figure:
     """Bars per point of the other swept parameters, one series per value of series_param."""
@@ -225,6 +227,17 @@ def _store_only(results: Results, what: str) -> None:
         raise ValueError(f"{what} plots store results (sweep('store', ...)), not {results.target}")
 
 
+def _store_items(results: Results) -> list[tuple[dict[str, Any], StoreMeasurement]]:
+    """The (params, record) pairs of the store workloads among ``results``."""
+    return [(p, m) for p, m in results.items() if isinstance(m, StoreMeasurement)]
+
+
+def _durable_samples(m: Record) -> np.ndarray:
+    """Time until durable per operation of an apply (one NaN where there is none)."""
+    durable = m.durable_samples if isinstance(m, StoreMeasurement) else None
+    return np.array([math.nan]) if durable is None else durable
+
+
 # -- cipher plots
 def plot_throughput(results: Results) -> Figure:
     """Throughput vs payload, log-log, one line per kernel (or other swept combination)."""
@@ -232,7 +245,7 @@ def plot_throughput(results: Results) -> Figure:
     return _finish(_lines(
         results, "payload", lambda m: m.samples_mb_per_s,
         xlabel="payload (bytes per operation)", ylabel="throughput (MB/s = 10⁶ bytes/s)",
-        title="Throughput vs payload", base=2, xfmt=lambda v: _size(int(v)) if v >= 1 else ""),
+        title="Throughput vs payload", base=2, xfmt=lambda v: format_size(int(v)) if v >= 1 else ""),
         results, "Where a line flattens, per-message overhead has stopped dominating.")
 
 
@@ -331,7 +344,7 @@ def plot_commit_apply(results: Results) -> Figure:
             series.setdefault("commit (blocked until durable)", {})[cat] = _quartiles(m.samples / scale)
         else:
             series.setdefault("apply: caller blocked", {})[cat] = _quartiles(m.samples / scale)
-            durable = np.asarray(m.extra.get("durable_samples") or [math.nan])
+            durable = _durable_samples(m)
             series.setdefault("apply: until durable", {})[cat] = _quartiles(durable / scale)
     fig, ax = _figure(_width(len(categories) * len(series)))
     _bars(ax, categories, series)
@@ -344,14 +357,14 @@ def plot_commit_apply(results: Results) -> Figure:
 def plot_stages(results: Results) -> Figure:
     """Where a put/get spends its time: SIV, nonce, AEAD, Base64, lookup, I/O, as stacked bars."""
     _store_only(results, "plot_stages")
-    sel = [(p, m) for p, m in results.items() if m.extra.get("stages")]
+    sel = [(p, m) for p, m in _store_items(results) if m.stages]
     if not sel:
         raise ValueError("plot_stages needs store results with a stage breakdown (put/get "
                          "workloads with stages=True)")
     names = results.swept
     fig, ax = _figure(_width(len(sel)))
     labels = [_point_label(p, names) for p, _ in sel]
-    stages = [m.extra["stages"] for _, m in sel]
+    stages = [m.stages for _, m in sel if m.stages]
     bottom = np.zeros(len(sel))
     for key, label in (*_STAGES, ("other", "other")):
         if key == "other":
@@ -373,7 +386,7 @@ def plot_stages(results: Results) -> Figure:
 def plot_footprint(results: Results) -> Figure:
     """Footprint per entry: heap bytes the store holds and bytes of its file on disk."""
     _store_only(results, "plot_footprint")
-    sel = [(p, m) for p, m in results.items() if "heap_bytes_per_entry" in m.extra]
+    sel = _store_items(results)
     if not sel:
         raise ValueError("plot_footprint needs store results")
     names = [n for n in results.swept if n != "workload"]
@@ -384,7 +397,7 @@ def plot_footprint(results: Results) -> Figure:
         if cat in categories:
             continue  # the same store measured by several workloads
         categories.append(cat)
-        heap, disk = float(m.extra["heap_bytes_per_entry"]), float(m.extra["disk_bytes_per_entry"])
+        heap, disk = m.heap_bytes_per_entry, m.disk_bytes_per_entry
         series["heap (memory)"][cat] = (heap, heap, heap)
         series["disk (file)"][cat] = (disk, disk, disk)
     fig, ax = _figure(_width(2 * len(categories)))
@@ -424,7 +437,7 @@ def choose_plot(results: Results) -> str:
             return "commit_apply"
         if "n_keys" in swept:
             return "store_latency"
-        if any(m.extra.get("stages") for m in results):
+        if any(m.stages for _, m in _store_items(results)):
             return "stages"
         return "latency"
     if "payload" in swept:

@@ -18,17 +18,20 @@ SharedPreferences baseline with the same API.
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypedDict, TypeVar, cast
 
 import numpy as np
 
 from . import _core
 from ._core import ReservedNameError, StoreFormatError
-from ._measure import Measurement
+from ._format import format_ns
+from ._record import Record, TableColumn, per_operation
 
 __all__ = [
     "Editor",
@@ -36,6 +39,7 @@ __all__ = [
     "ReservedNameError",
     "Store",
     "StoreFormatError",
+    "StoreMeasurement",
     "open",
 ]
 
@@ -255,6 +259,121 @@ def open(  # noqa: A001 - the module's verb, as in io.open
     return Store(store, options)
 
 
+class StoreParams(TypedDict):
+    """The parameters a store workload ran with (as passed to :func:`bench`)."""
+
+    n_keys: int
+    key_len: int
+    value_len: int
+    value_type: str
+    batch: int
+    encrypted: bool
+    key_encryption: str
+    value_encryption: str
+    cache: bool
+    layout: str
+    faithful: bool
+    passphrase: bool
+    stages: bool
+
+
+@dataclass(frozen=True, repr=False, eq=False, kw_only=True)
+class StoreMeasurement(Record):
+    """One timed store workload (what :func:`bench` returns).
+
+    Besides the samples (ns per operation; ``payload`` is the value bytes an
+    operation handles, 0 for ``get_missing``/``contains``/``open_cold``):
+    ``workload`` and its ``params``; ``stages``, ns per operation in each
+    stage of put/get (SIV, nonce, AEAD, Base64, lookup, I/O and the total,
+    from a separate instrumented run; None for other workloads or with
+    ``stages=False``); the footprint (``heap_bytes``, ``disk_bytes`` of a
+    store of ``entries`` entries); and for ``apply`` ``durable_samples``, ns
+    per operation until the background write landed.
+    """
+
+    workload: str
+    params: StoreParams
+    stages: dict[str, float] | None
+    heap_bytes: int
+    disk_bytes: int
+    entries: int
+    durable_samples: np.ndarray | None = None
+
+    METRICS: ClassVar[tuple[str, ...]] = (
+        *Record.METRICS, "durable_median", "heap_bytes_per_entry", "disk_bytes_per_entry")
+    _ARRAYS: ClassVar[tuple[str, ...]] = (*Record._ARRAYS, "durable_samples")
+
+    @property
+    def heap_bytes_per_entry(self) -> float:
+        return self.heap_bytes / max(1, self.entries)
+
+    @property
+    def disk_bytes_per_entry(self) -> float:
+        return self.disk_bytes / max(1, self.entries)
+
+    @property
+    def durable_median(self) -> float | None:
+        """Median ns per operation until durable (``apply`` only; None otherwise)."""
+        return None if self.durable_samples is None else float(np.median(self.durable_samples))
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """The results as one dict, as pycipherbench 0.1 kept them in ``Measurement.extra``
+        (a fresh copy each time: kept for code written against it)."""
+        out: dict[str, Any] = {
+            "params": dict(self.params), "stages": self.stages, "heap_bytes": self.heap_bytes,
+            "disk_bytes": self.disk_bytes, "entries": self.entries,
+            "heap_bytes_per_entry": self.heap_bytes_per_entry,
+            "disk_bytes_per_entry": self.disk_bytes_per_entry,
+        }
+        if self.durable_samples is not None:
+            out["durable_samples"] = self.durable_samples.tolist()
+            out["durable_median"] = self.durable_median
+        return out
+
+    def metrics(self) -> dict[str, float | int]:
+        durable = self.durable_median
+        return {**super().metrics(), "durable_median": math.nan if durable is None else durable,
+                "heap_bytes_per_entry": self.heap_bytes_per_entry,
+                "disk_bytes_per_entry": self.disk_bytes_per_entry}
+
+    @classmethod
+    def table_columns(cls, records: Sequence[Record]) -> list[TableColumn]:
+        """A ``durable`` column (time until durable) when some point is an ``apply``."""
+        if not any(isinstance(m, StoreMeasurement) and m.durable_samples is not None for m in records):
+            return []
+        return [("durable", lambda m: "-" if m.durable_median is None else format_ns(m.durable_median))]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Parameters, statistics, raw samples and the store's results as JSON-serializable values."""
+        return {
+            "workload": self.workload, "params": dict(self.params), **super().to_dict(),
+            "stages": self.stages, "heap_bytes": self.heap_bytes, "disk_bytes": self.disk_bytes,
+            "entries": self.entries, "heap_bytes_per_entry": self.heap_bytes_per_entry,
+            "disk_bytes_per_entry": self.disk_bytes_per_entry, "durable_median": self.durable_median,
+        }
+
+    def _label(self) -> str:
+        kind = "encrypted" if self.params["encrypted"] else "plain"
+        hw = "" if self.hw_aes else ", hw AES off"
+        return f"{self.workload} ({kind} store, {self.params['n_keys']} entries{hw})"
+
+    @classmethod
+    def _from_raw(cls, raw: dict[str, Any], params: StoreParams, hw_aes: bool,
+                  mask: str | None) -> StoreMeasurement:
+        iterations = int(raw["iterations"])
+        samples = per_operation(raw["elapsed_ns"], iterations)
+        assert samples is not None
+        return cls(
+            workload=raw["workload"], params=params, payload=int(raw["payload"]), hw_aes=hw_aes,
+            min_time=float(raw["min_time"]), repeats=int(raw["repeats"]), iterations=iterations,
+            samples=samples, tsc_samples=per_operation(raw["tsc_ticks"], iterations), hw_mask=mask,
+            stages=raw["stages"], heap_bytes=int(raw["heap_bytes"]),
+            disk_bytes=int(raw["disk_bytes"]), entries=int(raw["entries"]),
+            durable_samples=per_operation(raw["durable_ns"], iterations),
+        )
+
+
 Workload = Literal["put", "get", "get_missing", "contains", "all", "commit", "apply",
                    "open_cold", "open_warm", "rotate"]
 ValueType = Literal["string", "string_set", "int", "long", "float", "bool"]
@@ -281,21 +400,22 @@ def bench(
     warmup: float | None = None,
     stages: bool = True,
     directory: PathLike | None = None,
-) -> Measurement:
+) -> StoreMeasurement:
     """Time one store workload in C, on a store of ``n_keys`` entries.
 
     Workloads: ``put`` (one editor put: the encryption ESP does at put time),
     ``get`` (a hit), ``get_missing``, ``contains``, ``all``, ``commit`` (``batch``
     puts + a durable commit), ``apply`` (``batch`` puts + apply: ``samples``
-    is the time the caller is blocked, ``extra["durable_ns"]`` the time until
+    is the time the caller is blocked, ``durable_samples`` the time until
     the background write has landed), ``open_cold`` (no master key yet: key
     generation and keyset creation), ``open_warm`` (open and load every
     entry), ``rotate`` (re-encrypt everything). Keys and string values are
     random ``[A-Za-z0-9]`` text of ``key_len``/``value_len`` characters, read in
-    a random order. ``ns_per_op`` is per operation; ``extra`` holds the
-    parameters, the stage breakdown of put/get (ns per operation in SIV,
-    nonce, AEAD, Base64, lookup, I/O, measured in a separate instrumented
-    run) and the footprint (heap and disk bytes, per entry).
+    a random order. ``ns_per_op`` is per operation; the
+    :class:`StoreMeasurement` also holds the parameters, the stage breakdown
+    of put/get (ns per operation in SIV, nonce, AEAD, Base64, lookup, I/O,
+    measured in a separate instrumented run) and the footprint (heap and disk
+    bytes, per entry).
 
     ``directory`` is where the store's files go (default: a new temporary
     directory, removed afterwards); fsync costs depend on its filesystem.
@@ -324,31 +444,6 @@ def bench(
 
             (raw,), mask = run_masked([("store_bench", {"workload": workload, **call})])
     assert raw is not None
-    return _store_measurement(raw, params, hw_aes, mask)
-
-
-def _store_measurement(raw: dict[str, Any], params: dict[str, Any], hw_aes: bool,
-                       mask: str | None) -> Measurement:
-    iterations = int(raw["iterations"])
-    entries = max(1, int(raw["entries"]))
-    extra = {
-        "params": {k: v for k, v in params.items() if k not in ("min_time", "repeats", "warmup")},
-        "stages": raw["stages"],
-        "heap_bytes": raw["heap_bytes"],
-        "disk_bytes": raw["disk_bytes"],
-        "entries": raw["entries"],
-        "heap_bytes_per_entry": raw["heap_bytes"] / entries,
-        "disk_bytes_per_entry": raw["disk_bytes"] / entries,
-    }
-    if raw["durable_ns"] is not None:
-        extra["durable_samples"] = (np.asarray(raw["durable_ns"], dtype=np.float64) / iterations).tolist()
-        extra["durable_median"] = float(np.median(extra["durable_samples"]))
-    ticks = raw["tsc_ticks"]
-    return Measurement(
-        transformation=f"store/{raw['workload']}", op=raw["workload"], payload=int(raw["payload"]),
-        scope="store", key_bits=256 if params["encrypted"] else 0, rounds=None, iv_len=None,
-        hw_aes=hw_aes, min_time=float(raw["min_time"]), repeats=int(raw["repeats"]),
-        iterations=iterations, samples=np.asarray(raw["elapsed_ns"], dtype=np.float64) / iterations,
-        tsc_samples=None if ticks is None else np.asarray(ticks, dtype=np.float64) / iterations,
-        hw_mask=mask, extra=extra,
-    )
+    timing = ("min_time", "repeats", "warmup")
+    workload_params = cast(StoreParams, {k: v for k, v in params.items() if k not in timing})
+    return StoreMeasurement._from_raw(raw, workload_params, hw_aes, mask)

@@ -39,7 +39,6 @@ import itertools
 import os
 import random
 import sys
-import time
 import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -48,8 +47,12 @@ import numpy as np
 
 from . import _core
 from ._machine import machine
-from ._measure import Measurement, measure
-from .results import PathLike, Results, load_results, machine_differences, point_key
+from ._measure import measure
+from ._params import point_key
+from ._progress import progress as progress_bar
+from ._record import Record
+from .compare import machine_differences
+from .results import PathLike, Results, load_results
 from .store import bench as store_bench
 
 __all__ = ["applies", "expand_grid", "run_points", "sweep"]
@@ -200,7 +203,7 @@ def _validate(target: str, point: dict[str, Any], options: dict[str, Any]) -> No
         _core.store_bench(kwargs.pop("workload"), **kwargs, check_only=True)
 
 
-def _run_one(target: str, point: dict[str, Any], options: dict[str, Any]) -> Measurement:
+def _run_one(target: str, point: dict[str, Any], options: dict[str, Any]) -> Record:
     kwargs = {**options, **point}  # a run option swept as a list is a point parameter
     if target == "cipher":
         return measure(kwargs.pop("transformation"), **kwargs)
@@ -211,34 +214,27 @@ def _label(point: dict[str, Any]) -> str:
     return " ".join(str(v) if isinstance(v, str) else f"{k}={v}" for k, v in point.items())
 
 
-class _Progress:
-    """A one-line progress bar with ETA on stderr (redrawn on a terminal, else a line now and then)."""
+def _prior_results(target: str, resume_path: PathLike | None) -> Results | None:
+    """The results a resumed sweep starts from (None: nothing to resume), checked to fit."""
+    if resume_path is None or not os.path.exists(resume_path):
+        return None
+    prior = load_results(resume_path)
+    if prior.target != target:
+        raise ValueError(f"{os.fspath(resume_path)} holds a {prior.target} sweep, not {target}")
+    diffs = machine_differences(machine(), prior.machine)
+    if diffs:
+        raise ValueError(f"cannot resume {os.fspath(resume_path)}: it was measured on another "
+                         f"machine ({'; '.join(diffs)})")
+    return prior
 
-    def __init__(self, total: int, enabled: bool) -> None:
-        self.total, self.enabled = total, enabled and total > 0
-        self.start = self.last = time.monotonic()
-        self.tty = sys.stderr.isatty()
 
-    def update(self, done: int, label: str) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if not self.tty and now - self.last < 10 and done not in (0, self.total):
-            return
-        self.last = now
-        elapsed = now - self.start
-        eta = f"{elapsed / done * (self.total - done):.0f} s" if done else "?"
-        width = 20
-        bar = "#" * (width * done // self.total)
-        line = (f"[{bar:<{width}}] {done}/{self.total}  elapsed {elapsed:.0f} s, ETA {eta}  "
-                f"{label}")[:150]
-        sys.stderr.write(("\r\x1b[2K" + line) if self.tty else line + "\n")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled and self.tty:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+def _merged_grid(prior: Results | None, grid: dict[str, Any] | None) -> dict[str, Any]:
+    """The grid of a resumed sweep: the earlier one, with this one's new values appended."""
+    merged = dict(prior.grid) if prior else {}
+    for k, v in (grid or {}).items():
+        old = merged.get(k, [])
+        merged[k] = old + [x for x in v if x not in old] if isinstance(v, list) else v
+    return merged
 
 
 def run_points(
@@ -255,34 +251,21 @@ def run_points(
     """Measure explicit points (already expanded) in a shuffled order; see :func:`sweep`."""
     _check_target(target)
     options = dict(options or {})
-    prior: Results | None = None
-    resume_path = out if resume is True else (resume or None)
     if resume is True and out is None:
         raise ValueError("resume=True resumes into out=: give out=path (or resume=path)")
-    if resume_path is not None and os.path.exists(resume_path):
-        prior = load_results(resume_path)
-        if prior.target != target:
-            raise ValueError(f"{os.fspath(resume_path)} holds a {prior.target} sweep, not {target}")
-        diffs = machine_differences(machine(), prior.machine)
-        if diffs:
-            raise ValueError(f"cannot resume {os.fspath(resume_path)}: it was measured on another "
-                             f"machine ({'; '.join(diffs)})")
+    resume_path = out if resume is True else (resume or None)
+    prior = _prior_results(target, resume_path)
     if out is None and resume_path is not None:
         out = resume_path  # resume into the file we read
-    done: dict[tuple[Any, ...], tuple[dict[str, Any], Measurement]] = {}
+    done: dict[tuple[Any, ...], tuple[dict[str, Any], Record]] = {}
     if prior is not None:
         done = {point_key(p): (p, m) for p, m in prior.items()}
-    todo = [p for p in points if point_key(p) not in done]
     if seed is None:
         seed = random.SystemRandom().randrange(2**32)
-    order = list(todo)
+    order = [p for p in points if point_key(p) not in done]
     # Shuffled so that drift (heat, frequency, other load) spreads over every parameter.
     random.Random(seed).shuffle(order)
-
-    merged_grid = dict(prior.grid) if prior else {}
-    for k, v in (grid or {}).items():
-        old = merged_grid.get(k, [])
-        merged_grid[k] = old + [x for x in v if x not in old] if isinstance(v, list) else v
+    merged_grid = _merged_grid(prior, grid)
 
     def collect(complete: bool) -> Results:
         keys = [point_key(p) for p in points]
@@ -292,19 +275,17 @@ def run_points(
         return Results(target, [p for p, _ in rows], [m for _, m in rows], machine=machine(),
                        options=options, grid=merged_grid, seed=seed, complete=complete)
 
-    bar = _Progress(len(order), progress)
     interrupted = False
-    try:
-        for i, point in enumerate(order):
-            bar.update(i, _label(point))
-            done[point_key(point)] = (point, _run_one(target, point, options))
-            if out is not None:
-                collect(False).save(out)
-        bar.update(len(order), "done")
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        bar.close()
+    with progress_bar(len(order), enabled=progress) as bar:
+        try:
+            for point in order:
+                bar.start(_label(point))
+                done[point_key(point)] = (point, _run_one(target, point, options))
+                bar.done()
+                if out is not None:
+                    collect(False).save(out)
+        except KeyboardInterrupt:
+            interrupted = True
     results = collect(complete=not interrupted)
     if out is not None:
         results.save(out)

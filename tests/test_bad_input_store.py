@@ -511,7 +511,7 @@ def test_baselines_are_valid(w):
     with store.open(w.pp, passphrase=PASSPHRASE) as s:
         assert s.all() == THREE
     m = store.bench("get", **dict(B, directory=w.bench))
-    assert m.extra["entries"] == 10
+    assert m.entries == 10
     assert os.listdir(w.bench) == []
     assert pcb.measure("AES/GCM/NoPadding", **M).payload == 64
 

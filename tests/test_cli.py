@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pycipherbench import cli
+from pycipherbench import experiments
 from pycipherbench._hwaes import python_command
 
 LINE = re.compile(r"^\* \[(?P<name>[^\]]+)\] (?P<op>ENC|DEC): (?P<rate>\d+\.\d) KB/ms$")
@@ -34,7 +34,7 @@ def parse_table(out: str) -> tuple[list[str], dict[tuple[str, str], float]]:
 
 
 def expected_rows() -> list[tuple[str, str]]:
-    return [(n, op) for _, group in cli.SPEED_GROUPS for n in group for op in ("ENC", "DEC")]
+    return [(n, op) for _, group in experiments.SPEED_GROUPS for n in group for op in ("ENC", "DEC")]
 
 
 @pytest.fixture(scope="module")

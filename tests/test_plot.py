@@ -20,23 +20,26 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 
 import pycipherbench as pcb  # noqa: E402
+import synthetic  # noqa: E402
 from pycipherbench import Measurement, Results  # noqa: E402
 from pycipherbench import plot  # noqa: E402
+from pycipherbench._record import Record  # noqa: E402
+from pycipherbench.store import StoreMeasurement  # noqa: E402
 
 UNIT = re.compile(r"\(.+\)")
 RNG = np.random.default_rng(0)
 
 
-def meas(median: float, *, transformation: str = "AES/GCM/NoPadding", payload: int = 4096,
-         op: str = "enc", hw_aes: bool = True, rounds: int | None = None,
-         extra: dict[str, Any] | None = None) -> Measurement:
-    s = median * (1 + RNG.normal(0, 0.02, 5))
-    return Measurement(transformation=transformation, op=op, payload=payload, scope="message",
-                       key_bits=128, rounds=rounds, iv_len=None, hw_aes=hw_aes, min_time=0.001,
-                       repeats=5, iterations=10, samples=s, tsc_samples=s * 3, extra=extra or {})
+def spread(median: float) -> np.ndarray:
+    """Five samples around ``median``."""
+    return median * (1 + RNG.normal(0, 0.02, 5))
 
 
-def results(target: str, rows: list[tuple[dict[str, Any], Measurement]]) -> Results:
+def meas(median: float, **kw: Any) -> Measurement:
+    return synthetic.cipher(spread(median), iterations=10, **kw)
+
+
+def results(target: str, rows: list[tuple[dict[str, Any], Record]]) -> Results:
     return Results(target, [p for p, _ in rows], [m for _, m in rows])
 
 
@@ -65,16 +68,16 @@ def rounds_results() -> Results:
     return results("cipher", rows)
 
 
-def store_extra(workload: str, encrypted: bool) -> dict[str, Any]:
-    extra: dict[str, Any] = {"heap_bytes_per_entry": 400.0 if encrypted else 190.0,
-                             "disk_bytes_per_entry": 210.0 if encrypted else 95.0, "stages": None}
+def store_meas(median: float, workload: str, encrypted: bool, n_keys: int) -> StoreMeasurement:
+    stages = None
     if workload in ("put", "get"):
-        extra["stages"] = {"siv": 290 * encrypted, "nonce": 30 * encrypted, "aead": 270 * encrypted,
-                           "base64": 45, "lookup": 40, "io": 0, "total": 700 if encrypted else 100}
-    if workload == "apply":
-        extra["durable_samples"] = [9e6, 1e7, 1.1e7]
-        extra["durable_median"] = 1e7
-    return extra
+        stages = {"siv": 290.0 * encrypted, "nonce": 30.0 * encrypted, "aead": 270.0 * encrypted,
+                  "base64": 45.0, "lookup": 40.0, "io": 0.0, "total": 700.0 if encrypted else 100.0}
+    return synthetic.store(
+        spread(median), workload=workload, encrypted=encrypted, iterations=10, stages=stages,
+        durable=[9e6, 1e7, 1.1e7] if workload == "apply" else None, entries=n_keys,
+        heap_bytes=(400 if encrypted else 190) * n_keys, disk_bytes=(210 if encrypted else 95) * n_keys,
+        params={"n_keys": n_keys})
 
 
 def store_results(**extra_axes: list[Any]) -> Results:
@@ -91,8 +94,7 @@ def store_results(**extra_axes: list[Any]) -> Results:
                 for n in (10, 100, 1000):
                     p = {"workload": wl, "encrypted": enc, **c, "n_keys": n}
                     factor = (1 + 0.1 * len(c)) * (1 + n / 1e4) * (1.0 if enc else 0.2)
-                    rows.append((p, meas(t * factor, transformation=f"store/{wl}", op=wl, payload=32,
-                                         extra=store_extra(wl, enc))))
+                    rows.append((p, store_meas(t * factor, wl, enc, n)))
     return results("store", rows)
 
 

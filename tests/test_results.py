@@ -1,7 +1,7 @@
-"""pycipherbench.Results: NumPy/pandas/CSV/JSON, compare(), and the Mann-Whitney U test.
+"""pycipherbench.Results: the container, NumPy/pandas/CSV export and JSON files.
 
 Results are built from synthetic samples (no timing), except one tiny real sweep
-for the save/load round trip.
+for the save/load round trip. Comparisons: test_compare.py; the statistics: test_stats.py.
 """
 
 from __future__ import annotations
@@ -10,39 +10,18 @@ import csv
 import json
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from synthetic import GCM, TEA, cipher, cipher_results, store
 
 import pycipherbench as pcb
 from pycipherbench import Measurement, Results, load_results
-from pycipherbench.results import DifferentMachinesError, MannWhitney, mann_whitney_u
+from pycipherbench.store import StoreMeasurement
 
-GCM, TEA = "AES/GCM/NoPadding", "TEA/ECB/NoPadding"
-
-
-def synthetic(samples: Any, *, transformation: str = GCM, payload: int = 4096,
-              rounds: int | None = None, tsc: bool = True, **kw: Any) -> Measurement:
-    s = np.asarray(samples, dtype=np.float64)
-    return Measurement(
-        transformation=transformation, op="enc", payload=payload, scope="message", key_bits=128,
-        rounds=rounds, iv_len=None, hw_aes=kw.pop("hw_aes", True), min_time=0.001,
-        repeats=len(s), iterations=100, samples=s, tsc_samples=s * 3.0 if tsc else None, **kw)
-
-
-def cipher_results(shift: float = 1.0, seed: int = 0) -> Results:
-    rng = np.random.default_rng(seed)
-    params: list[dict[str, Any]] = [
-        {"transformation": GCM, "payload": 16, "hw_aes": True},
-        {"transformation": GCM, "payload": 4096, "hw_aes": True},
-        {"transformation": TEA, "payload": 16, "rounds": 16, "hw_aes": True},
-        {"transformation": TEA, "payload": 4096, "rounds": 16, "hw_aes": False},
-    ]
-    ms = [synthetic(rng.normal(100.0 * (i + 1), 1.0, 8) * shift, transformation=p["transformation"],
-                    payload=p["payload"], rounds=p.get("rounds"), tsc=i != 0)
-          for i, p in enumerate(params)]
-    return Results("cipher", params, ms, options={"repeats": 8}, grid={"payload": [16, 4096]}, seed=3)
+DATA = Path(__file__).resolve().parent / "data"
 
 
 # -- tables
@@ -65,11 +44,27 @@ def test_to_numpy_fields_and_missing_values() -> None:
 def test_bool_column_with_missing_values_is_int8() -> None:
     params = [{"workload": "get", "encrypted": True, "cache": True},
               {"workload": "get", "encrypted": False}]
-    ms = [synthetic([1.0, 2.0]), synthetic([1.0, 2.0])]
+    ms = [store([1.0, 2.0]), store([1.0, 2.0], encrypted=False)]
     arr = Results("store", params, ms).to_numpy()
     assert arr.dtype["cache"] == np.int8 and list(arr["cache"]) == [1, -1]
     assert arr.dtype["encrypted"] == np.bool_
     assert {"durable_median", "heap_bytes_per_entry", "disk_bytes_per_entry"} <= set(arr.dtype.names or ())
+
+
+def test_store_columns_and_table() -> None:
+    params = [{"workload": "get"}, {"workload": "apply"}, {"workload": "contains"}]
+    ms = [store([5.0, 6.0], stages={"siv": 1.0, "total": 3.0}),
+          store([7.0, 8.0], workload="apply", durable=[9.0, 10.0, 11.0], entries=4, heap_bytes=100),
+          store([1.0, 2.0], workload="contains", payload=0)]
+    r = Results("store", params, ms)
+    arr = r.to_numpy()
+    assert arr["durable_median"][1] == 10.0 and math.isnan(arr["durable_median"][0])
+    assert arr["heap_bytes_per_entry"][1] == 25.0
+    assert math.isnan(arr["mb_per_s"][2]) and arr["mb_per_s"][0] > 0  # no bytes: no throughput
+    lines = r.table().splitlines()
+    assert lines[0].split()[-1] == "durable" and "MB/s" not in lines[0]
+    assert lines[2].split()[-1] == "-" and lines[3].split()[-2:] == ["10", "ns"]
+    assert "durable" not in r.select(workload="get").table()
 
 
 def test_container_protocol_and_select() -> None:
@@ -131,17 +126,40 @@ def test_save_load_round_trip(tmp_path) -> None:
     assert doc["format"] == "pycipherbench-results" and len(doc["points"][0]["measurement"]["samples"]) == 3
 
 
-def test_extra_survives_round_trip(tmp_path) -> None:
-    m = synthetic([5.0, 6.0], extra={"stages": {"siv": 1, "total": 3}, "durable_median": 9.0})
+def test_store_results_round_trip(tmp_path) -> None:
+    m = store([5.0, 6.0], workload="apply", stages={"siv": 1.0, "total": 3.0}, durable=[8.0, 9.0, 10.0])
     r = Results("store", [{"workload": "apply"}], [m], complete=False)
     r.save(tmp_path / "s.json")
     back = load_results(tmp_path / "s.json")
-    assert back[0].extra == m.extra and not back.complete
+    assert isinstance(back[0], StoreMeasurement) and not back.complete
+    assert back[0].to_dict() == m.to_dict() and back[0].extra == m.extra
     assert back.to_numpy()["durable_median"][0] == 9.0
+    point = json.loads((tmp_path / "s.json").read_text())["points"][0]["measurement"]
+    assert point["workload"] == "apply" and not {"transformation", "scope", "key_bits"} & set(point)
+
+
+def test_load_version_1_store_results() -> None:
+    """A store sweep saved by pycipherbench before StoreMeasurement: cipher fields made up,
+    the store's results in "extra"."""
+    path = DATA / "results_v1_store.json"
+    doc = json.loads(path.read_text())
+    assert doc["version"] == 1
+    r = load_results(path)
+    assert r.target == "store" and len(r) == len(doc["points"]) == 4
+    for p, m, point in zip(r.params, r, doc["points"]):
+        old = point["measurement"]
+        assert isinstance(m, StoreMeasurement) and not isinstance(m, Measurement)
+        assert m.workload == p["workload"] == old["op"] and m.params == old["extra"]["params"]
+        assert m.extra == old["extra"]  # the old dict, rebuilt from the typed fields
+        np.testing.assert_array_equal(m.samples, old["samples"])
+        assert m.median == old["median"] and m.heap_bytes_per_entry == old["extra"]["heap_bytes_per_entry"]
+        assert (m.stages is not None) == (p["workload"] == "get")
+        assert (m.durable_median is None) == (p["workload"] != "apply")
+    assert r.to_numpy()["durable_median"][2] == doc["points"][2]["measurement"]["extra"]["durable_median"]
 
 
 def test_load_speed_json_and_reject_other_files(tmp_path) -> None:
-    ms = [synthetic([1.0, 2.0]), synthetic([3.0, 4.0], transformation=TEA)]
+    ms = [cipher([1.0, 2.0]), cipher([3.0, 4.0], transformation=TEA)]
     doc = {"machine": pcb.machine(), "payload": 4096, "hw_aes": True, "results": [m.to_dict() for m in ms]}
     (tmp_path / "speed.json").write_text(json.dumps(doc))
     r = load_results(tmp_path / "speed.json")
@@ -149,93 +167,9 @@ def test_load_speed_json_and_reject_other_files(tmp_path) -> None:
     (tmp_path / "x.json").write_text("{}")
     with pytest.raises(ValueError, match="not a pycipherbench results file"):
         load_results(tmp_path / "x.json")
+    newer = {**cipher_results().to_dict(), "version": 99}
+    (tmp_path / "newer.json").write_text(json.dumps(newer))
+    with pytest.raises(ValueError, match="version 99 is newer"):
+        load_results(tmp_path / "newer.json")
 
 
-# -- Mann-Whitney U
-def test_mann_whitney_exact_reference_values() -> None:
-    # SciPy's documentation example (Conover): U = 17, exact two-sided p = 14/126 = 0.1111...
-    males, females = [19, 22, 16, 29, 24], [20, 11, 17, 12]
-    res = mann_whitney_u(males, females)
-    assert isinstance(res, MannWhitney) and (res.u, res.method) == (17.0, "exact")
-    assert res.p_value == pytest.approx(1 / 9)
-    # R's ?wilcox.test example (Hollander & Wolfe, permeability): W = 35, one-sided p = 0.1272
-    x = [0.80, 0.83, 1.89, 1.04, 1.45, 1.38, 1.91, 1.64, 0.73, 1.46]
-    y = [1.15, 0.88, 0.90, 0.74, 1.21]
-    res = mann_whitney_u(x, y)
-    assert res.u == 35 and res.method == "exact"
-    assert res.p_value == pytest.approx(2 * 0.1272, abs=2e-4)
-    # The smallest exact p with 4 vs 4 samples: 2 / C(8, 4) = 2/70.
-    assert mann_whitney_u([1, 2, 3, 4], [5, 6, 7, 8]).p_value == pytest.approx(2 / 70)
-
-
-def test_mann_whitney_normal_approximation_with_ties_by_hand() -> None:
-    # x = 1 2 2 3, y = 3 4 4 5. Mid-ranks: 1 -> 1; 2,2 -> 2.5; 3,3 -> 4.5; 4,4 -> 6.5; 5 -> 8.
-    # R_x = 1 + 2.5 + 2.5 + 4.5 = 10.5, U_x = 10.5 - 4*5/2 = 0.5, mean 8.
-    # Three tie pairs: sum(t^3 - t) = 18; var = 16/12 * (9 - 18/56) = 11.5714...
-    # z = (|0.5 - 8| - 0.5) / sqrt(var) = 2.0578; p = 2 (1 - Phi(z)) = 0.03961 (R: W = 0.5, p = 0.03961)
-    res = mann_whitney_u([1, 2, 2, 3], [3, 4, 4, 5])
-    assert res.u == 0.5 and res.method == "normal"
-    var = 16 / 12 * (9 - 18 / 56)
-    assert res.p_value == pytest.approx(math.erfc(7 / math.sqrt(var) / math.sqrt(2)))
-    assert res.p_value == pytest.approx(0.03961, abs=1e-5)
-
-
-def test_mann_whitney_properties() -> None:
-    rng = np.random.default_rng(1)
-    a, b = rng.normal(0, 1, 60), rng.normal(0.5, 1, 60)  # n1*n2 > 2500: normal approximation
-    ab, ba = mann_whitney_u(a, b), mann_whitney_u(b, a)
-    assert ab.method == "normal" and ab.p_value == pytest.approx(ba.p_value)
-    assert ab.u + ba.u == 60 * 60
-    assert mann_whitney_u([3, 3, 3], [3, 3]).p_value == 1.0
-    # SciPy documents 0.11134688653314041 for the Conover example with its asymptotic method.
-    import pycipherbench.results as results_mod
-
-    old = results_mod.EXACT_LIMIT
-    try:
-        results_mod.EXACT_LIMIT = 0
-        assert mann_whitney_u([19, 22, 16, 29, 24], [20, 11, 17, 12]).p_value == pytest.approx(
-            0.11134688653314041, rel=1e-9)
-    finally:
-        results_mod.EXACT_LIMIT = old
-    with pytest.raises(ValueError):
-        mann_whitney_u([], [1.0])
-
-
-# -- compare
-def test_compare_verdicts_on_synthetic_samples() -> None:
-    base = cipher_results()
-    faster = cipher_results(shift=0.5, seed=1)  # half the time: twice as fast
-    cmp = faster.compare(base)
-    assert len(cmp) == 4 and {c.verdict for c in cmp} == {"faster"}
-    assert all(c.speedup == pytest.approx(2.0, rel=0.05) and c.p_value < 0.001 for c in cmp)
-    assert {c.verdict for c in base.compare(faster)} == {"slower"}
-    # The same distribution: each sample a hair above one of the baseline's (interleaved).
-    interleaved = Results("cipher", base.params, [synthetic(m.samples + 1e-6) for m in base])
-    cmp_same = interleaved.compare(base)
-    assert {c.verdict for c in cmp_same} == {"no significant difference"}
-    assert all(c.p_value > 0.5 for c in cmp_same)
-    assert {c.p_value for c in base.compare(base)} == {1.0}
-    arr = cmp.to_numpy()
-    assert arr["verdict"][0] == "faster" and arr["speedup"][0] == pytest.approx(2.0, rel=0.05)
-    assert "faster" in cmp.table() and "Mann-Whitney" in str(cmp)
-
-
-def test_compare_refuses_different_machines() -> None:
-    base = cipher_results()
-    other = cipher_results(shift=0.5)
-    other.machine = {**other.machine, "cpu_model": "Another CPU", "openssl_version": "OpenSSL 3.9"}
-    with pytest.raises(DifferentMachinesError, match="different machines.*allow_different_machines"):
-        other.compare(base)
-    cmp = other.compare(base, allow_different_machines=True)
-    assert len(cmp) == 4 and any("cpu_model" in d for d in cmp.machine_differences)
-    assert "WARNING: different machines" in cmp.table()
-
-
-def test_compare_matching_ignore_and_unmatched() -> None:
-    base = cipher_results()
-    off = Results("cipher", [{**p, "hw_aes": False} for p in base.params], base.measurements)
-    assert len(off.compare(base)) == 1  # only the point that was hw_aes=False in both
-    cmp = off.compare(base, ignore=["hw_aes"])
-    assert len(cmp) == 4 and "hw_aes" not in cmp.param_names
-    partial = base.select(transformation=GCM).compare(base)
-    assert len(partial) == 2 and len(partial.unmatched_baseline) == 2 and partial.unmatched == []

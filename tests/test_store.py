@@ -1090,19 +1090,22 @@ TINY = dict(n_keys=50, min_time=0.001, repeats=2, warmup=0)
 
 
 def check_measurement(m, workload, repeats=2):
-    assert isinstance(m, pcb.Measurement)
-    assert m.op == workload and m.transformation == f"store/{workload}" and m.scope == "store"
+    assert isinstance(m, store.StoreMeasurement) and not isinstance(m, pcb.Measurement)
+    assert m.workload == workload and not hasattr(m, "transformation")
     assert m.repeats == repeats and len(m.samples) == repeats
     assert m.iterations >= 1
     assert np.all(np.asarray(m.samples) > 0)
     assert m.ns_per_op > 0 and math.isfinite(m.ns_per_op)
+    assert m.params["n_keys"] == 50
+    assert m.heap_bytes_per_entry > 0
+    assert m.disk_bytes_per_entry > 0
+    assert m.entries >= 1
+    # the dict that code written for pycipherbench 0.1 reads
     extra = m.extra
-    for k in ("params", "heap_bytes_per_entry", "disk_bytes_per_entry"):
-        assert k in extra, k
-    assert extra["params"]["n_keys"] == 50
-    assert extra["heap_bytes_per_entry"] > 0
-    assert extra["disk_bytes_per_entry"] > 0
-    assert extra["entries"] >= 1
+    assert extra["params"] == m.params and extra["entries"] == m.entries
+    assert extra["heap_bytes_per_entry"] == m.heap_bytes_per_entry
+    assert ("durable_median" in extra) == (m.durable_median is not None)
+    assert json.loads(m.to_json())["workload"] == workload
 
 
 @pytest.mark.parametrize("workload", WORKLOADS)
@@ -1110,21 +1113,22 @@ def test_bench_every_workload(workload):
     m = store.bench(workload, **TINY)
     check_measurement(m, workload)
     if workload in ("get", "put"):
-        stages = m.extra["stages"]
+        stages = m.stages
         assert isinstance(stages, dict) and stages
         assert all(v >= 0 for v in stages.values())
     if workload == "apply":
-        ds = m.extra["durable_samples"]
-        assert len(ds) == 2 and all(x > 0 for x in ds)
+        ds = m.durable_samples
+        assert ds is not None and len(ds) == 2 and all(x > 0 for x in ds)
+        assert m.durable_median == np.median(ds)
     else:
-        assert "durable_samples" not in m.extra
+        assert m.durable_samples is None and m.durable_median is None
 
 
 @pytest.mark.parametrize("value_type", ["string", "string_set", "int", "long", "float", "bool"])
 def test_bench_value_types(value_type):
     m = store.bench("get", value_type=value_type, **TINY)
     check_measurement(m, "get")
-    assert m.extra["params"]["value_type"] == value_type
+    assert m.params["value_type"] == value_type
 
 
 @pytest.mark.parametrize("opts", [dict(encrypted=False), dict(layout="file"), dict(cache=True, faithful=True),

@@ -10,12 +10,13 @@ import importlib
 import json
 from typing import Any
 
-import numpy as np
 import pytest
+from synthetic import cipher
 
 import pycipherbench as pcb
 from pycipherbench import Measurement, Results, load_results
-from pycipherbench.results import point_key
+from pycipherbench._params import point_key
+from pycipherbench.store import StoreMeasurement
 
 sw = importlib.import_module("pycipherbench.sweep")  # the attribute pcb.sweep is the function
 
@@ -24,12 +25,11 @@ GCM, TEA, TEA_REF = "AES/GCM/NoPadding", "TEA/ECB/NoPadding", "TEA-ref/ECB/NoPad
 
 
 def fake_measurement(transformation: str, **kw: Any) -> Measurement:
-    return Measurement(
-        transformation=transformation, op=kw.get("op", "enc"), payload=kw.get("payload", 64),
-        scope=kw.get("scope", "message"), key_bits=kw.get("key_bits") or 128,
-        rounds=kw.get("rounds"), iv_len=kw.get("iv_len"), hw_aes=kw.get("hw_aes", True),
-        min_time=kw.get("min_time", 0.001), repeats=kw.get("repeats", 3), iterations=10,
-        samples=np.array([100.0, 101.0, 102.0]), tsc_samples=None)
+    return cipher([100.0, 101.0, 102.0], transformation=transformation, op=kw.get("op", "enc"),
+                  payload=kw.get("payload", 64), key_bits=kw.get("key_bits") or 128,
+                  rounds=kw.get("rounds"), iv_len=kw.get("iv_len"), hw_aes=kw.get("hw_aes", True),
+                  min_time=kw.get("min_time", 0.001), repeats=kw.get("repeats", 3), iterations=10,
+                  tsc=False)
 
 
 class FakeMeasure:
@@ -134,7 +134,8 @@ def test_store_sweep_and_hw_aes_off() -> None:
     assert len(r) == 6
     plain = r.select(encrypted=False)
     assert len(plain) == 2 and all("cache" not in p for p in plain.params)
-    assert r.one(workload="get", encrypted=True, cache=True).op == "get"
+    got = r.one(workload="get", encrypted=True, cache=True)
+    assert isinstance(got, StoreMeasurement) and got.workload == "get" and got.params["cache"] is True
     off = pcb.sweep("cipher", transformation=["AES/CTR/NoPadding"], payload=256,
                     hw_aes=[True, False], **TINY)
     assert [m.hw_aes for m in off] == [True, False]

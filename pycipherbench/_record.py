@@ -1,0 +1,187 @@
+"""The record every timed result shares: raw samples, how they were taken, and on what machine.
+
+:class:`Record` holds what the C timing engine reports for any workload
+(nanoseconds per operation per sample, the operation count behind each sample,
+the time-stamp counter, the calibration settings) and the statistics derived
+from them. The kinds of result build on it with the parameters they really
+have: :class:`~pycipherbench.Measurement` (a cipher kernel) and
+:class:`~pycipherbench.store.StoreMeasurement` (a store workload).
+
+A new kind of per-sample data (interleaved rounds, say) is a new field here,
+listed in ``_ARRAYS`` if it is an array, so that JSON files keep it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+from ._format import format_ns
+from ._machine import machine
+
+R = TypeVar("R", bound="Record")
+
+#: A column of :meth:`Results.table`: its heading and how a record fills its cell.
+TableColumn = tuple[str, Callable[[Any], str]]
+
+
+@dataclass(frozen=True, repr=False, eq=False, kw_only=True)
+class Record:
+    """Raw samples of one timed workload and their statistics.
+
+    ``samples`` holds nanoseconds per operation, one value per sample (each
+    sample timed ``iterations`` operations back to back); ``tsc_samples`` the
+    same in time-stamp-counter ticks (None without a TSC). ``payload`` is the
+    bytes an operation processes (0 when it processes none). ``hw_aes`` is
+    False when OpenSSL ran with AES-NI/PCLMULQDQ masked (``hw_mask`` says how).
+    """
+
+    payload: int
+    hw_aes: bool
+    min_time: float
+    repeats: int
+    iterations: int
+    samples: np.ndarray
+    tsc_samples: np.ndarray | None
+    hw_mask: str | None = None
+    machine: dict[str, Any] = field(default_factory=machine)
+
+    #: Metric columns of :meth:`Results.to_numpy` for this kind of result.
+    METRICS: ClassVar[tuple[str, ...]] = (
+        "median", "iqr", "cv", "n_samples", "mb_per_s", "kb_per_ms", "ns_per_op", "cycles_per_byte")
+    #: Fields holding arrays: NumPy in memory, lists in JSON.
+    _ARRAYS: ClassVar[tuple[str, ...]] = ("samples", "tsc_samples")
+
+    # -- statistics of ns per operation
+    @property
+    def median(self) -> float:
+        """Median nanoseconds per operation."""
+        return float(np.median(self.samples))
+
+    @property
+    def iqr(self) -> float:
+        """Interquartile range of nanoseconds per operation."""
+        q1, q3 = np.percentile(self.samples, [25, 75])
+        return float(q3 - q1)
+
+    @property
+    def cv(self) -> float:
+        """Coefficient of variation (sample std / mean) of the samples; 0 for one sample."""
+        if len(self.samples) < 2:
+            return 0.0
+        return float(np.std(self.samples, ddof=1) / np.mean(self.samples))
+
+    @property
+    def ns_per_op(self) -> float:
+        return self.median
+
+    @property
+    def mb_per_s(self) -> float:
+        """Throughput in 10^6 bytes per second (of plaintext)."""
+        return self.payload / self.median * 1e3
+
+    @property
+    def kb_per_ms(self) -> float:
+        """Throughput in KiB per millisecond, the seed article's unit."""
+        return self.payload / 1024.0 / (self.median / 1e6)
+
+    @property
+    def cycles_per_byte(self) -> float | None:
+        """Median TSC ticks per byte (reference ticks, not core cycles); None without a TSC."""
+        if self.tsc_samples is None or self.payload <= 0:
+            return None
+        return float(np.median(self.tsc_samples)) / self.payload
+
+    @property
+    def samples_mb_per_s(self) -> np.ndarray:
+        """Per-sample throughput in MB/s, for plots of spread."""
+        return self.payload / self.samples * 1e3
+
+    # -- tables
+    def metrics(self) -> dict[str, float | int]:
+        """The values of :attr:`METRICS` (NaN where one does not apply)."""
+        cpb = self.cycles_per_byte
+        has_bytes = self.payload > 0
+        return {
+            "median": self.median, "iqr": self.iqr, "cv": self.cv, "n_samples": len(self.samples),
+            "mb_per_s": self.mb_per_s if has_bytes else math.nan,
+            "kb_per_ms": self.kb_per_ms if has_bytes else math.nan,
+            "ns_per_op": self.ns_per_op,
+            "cycles_per_byte": math.nan if cpb is None else cpb,
+        }
+
+    @classmethod
+    def table_columns(cls, records: Sequence[Record]) -> list[TableColumn]:
+        """Columns this kind of result adds to a text table after median, IQR and CV."""
+        return []
+
+    # -- JSON
+    def to_dict(self) -> dict[str, Any]:
+        """Parameters, statistics and raw samples as JSON-serializable values."""
+        return {
+            "payload": self.payload, "hw_aes": self.hw_aes, "hw_mask": self.hw_mask,
+            "min_time": self.min_time, "repeats": self.repeats, "iterations": self.iterations,
+            "median": self.median, "iqr": self.iqr, "cv": self.cv, "ns_per_op": self.ns_per_op,
+            "mb_per_s": self.mb_per_s, "kb_per_ms": self.kb_per_ms,
+            "cycles_per_byte": self.cycles_per_byte,
+            **{name: _to_list(getattr(self, name)) for name in self._ARRAYS},
+            "machine": self.machine,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls: type[R], d: dict[str, Any]) -> R:
+        """The record :meth:`to_dict` wrote (derived statistics and unknown keys are ignored)."""
+        names = {f.name for f in fields(cls)}
+        kwargs = {k: v for k, v in d.items() if k in names}
+        for name in cls._ARRAYS:
+            value = d.get(name)
+            kwargs[name] = None if value is None else np.asarray(value, dtype=np.float64)
+        return cls(**kwargs)
+
+    # -- display
+    def _label(self) -> str:
+        """What was measured, in a few words (the kinds of result say more)."""
+        return f"{self.payload} B per operation"
+
+    def _rates(self) -> str:
+        """Throughput in the repr, where it means something."""
+        return ""
+
+    def __repr__(self) -> str:
+        cpb = self.cycles_per_byte
+        return (
+            f"<{type(self).__name__} {self._label()}: {self._rates()}"
+            f"{format_ns(self.median)}/op, IQR {format_ns(self.iqr)}, CV {self.cv:.1%}"
+            + (f", {cpb:.2f} TSC ticks/B" if cpb is not None else "")
+            + f"; {len(self.samples)} samples x {self.iterations} ops>"
+        )
+
+    def _html_rows(self) -> list[tuple[str, str]]:
+        return [
+            ("per op", f"{format_ns(self.median)} (IQR {format_ns(self.iqr)}, CV {self.cv:.1%})"),
+            ("TSC ticks/byte", "n/a" if self.cycles_per_byte is None else f"{self.cycles_per_byte:.3f}"),
+            ("samples", f"{len(self.samples)} x {self.iterations} ops, min_time {self.min_time:g} s"),
+            ("machine", f"{self.machine['cpu_model']}; {self.machine['openssl_version']}"),
+        ]
+
+    def _repr_html_(self) -> str:
+        body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>"
+                       for k, v in self._html_rows())
+        return f"<table><caption>{self._label()}</caption>{body}</table>"
+
+
+def _to_list(value: np.ndarray | None) -> list[float] | None:
+    return None if value is None else value.tolist()
+
+
+def per_operation(raw_ns: Sequence[float] | None, iterations: int) -> np.ndarray | None:
+    """Per-sample totals the C engine reports (ns or ticks) as per-operation values."""
+    return None if raw_ns is None else np.asarray(raw_ns, dtype=np.float64) / iterations

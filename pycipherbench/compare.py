@@ -1,0 +1,165 @@
+"""Comparing two sets of results point by point: speedups and Mann–Whitney verdicts.
+
+:meth:`Results.compare <pycipherbench.Results.compare>` is the entry point;
+this module holds what it returns (:class:`Comparison`, one
+:class:`PointComparison` per matched point) and the machine check that comes
+first (:class:`DifferentMachinesError`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._format import format_cell, format_ns, format_table
+from ._params import Column, param_columns, param_names, point_key, structured_array
+from .stats import mann_whitney_u
+
+if TYPE_CHECKING:
+    from ._record import Record
+    from .results import Results
+
+__all__ = ["Comparison", "DifferentMachinesError", "PointComparison", "compare",
+           "machine_differences"]
+
+#: Machine fingerprint fields that must agree before timings are comparable.
+MACHINE_KEYS = ("cpu_model", "cpu_flags", "openssl_version")
+
+
+class DifferentMachinesError(ValueError):
+    """Raised by :meth:`Results.compare` for results taken on different machines."""
+
+
+def machine_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """Human-readable differences between two machine fingerprints in MACHINE_KEYS."""
+    out = []
+    for key in MACHINE_KEYS:
+        va, vb = a.get(key), b.get(key)
+        if key == "cpu_flags":
+            sa, sb = set(va or ()), set(vb or ())
+            if sa != sb:
+                out.append(f"cpu_flags: only here {sorted(sa - sb)}, only in the baseline {sorted(sb - sa)}")
+        elif va != vb:
+            out.append(f"{key}: {va!r} vs {vb!r}")
+    return out
+
+
+@dataclass(frozen=True)
+class PointComparison:
+    """One matched point: medians in ns per operation, speedup, Mann–Whitney p and verdict."""
+
+    params: dict[str, Any]
+    median: float
+    baseline_median: float
+    speedup: float
+    p_value: float
+    verdict: str
+    n: int
+    n_baseline: int
+
+
+class Comparison:
+    """The result of :meth:`Results.compare`: matched points, and those without a partner."""
+
+    def __init__(self, rows: list[PointComparison], *, alpha: float,
+                 unmatched: list[dict[str, Any]], unmatched_baseline: list[dict[str, Any]],
+                 machine_differences: list[str]) -> None:
+        self.rows = rows
+        self.alpha = alpha
+        self.unmatched = unmatched
+        self.unmatched_baseline = unmatched_baseline
+        self.machine_differences = machine_differences
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[PointComparison]:
+        return iter(self.rows)
+
+    @property
+    def param_names(self) -> list[str]:
+        return param_names(r.params for r in self.rows)
+
+    def to_numpy(self) -> np.ndarray:
+        """Structured array: parameters, ``median``, ``baseline_median`` (ns), ``speedup``,
+        ``p_value``, ``verdict``, ``n``, ``n_baseline``."""
+        columns: list[Column] = param_columns([r.params for r in self.rows])
+        for name, dtype in (("median", np.float64), ("baseline_median", np.float64),
+                            ("speedup", np.float64), ("p_value", np.float64), ("verdict", "U25"),
+                            ("n", np.int64), ("n_baseline", np.int64)):
+            columns.append((name, dtype, [getattr(r, name) for r in self.rows]))
+        return structured_array(columns, len(self.rows))
+
+    def table(self) -> str:
+        """The comparison as an aligned text table (what ``pycipherbench compare`` prints)."""
+        names = self.param_names
+        head = [*names, "baseline", "this", "speedup", "p", "verdict"]
+        body = [[format_cell(r.params.get(n)) for n in names]
+                + [format_ns(r.baseline_median), format_ns(r.median), f"{r.speedup:.3f}x",
+                   f"{r.p_value:.3g}", r.verdict] for r in self.rows]
+        lines = [format_table(head, body)]
+        lines.append(f"speedup = baseline median / this median (> 1: faster); two-sided "
+                     f"Mann-Whitney U on the raw samples, alpha = {self.alpha:g}")
+        if self.unmatched or self.unmatched_baseline:
+            lines.append(f"unmatched points: {len(self.unmatched)} only here, "
+                         f"{len(self.unmatched_baseline)} only in the baseline")
+        if self.machine_differences:
+            lines.append("WARNING: different machines: " + "; ".join(self.machine_differences))
+        return "\n".join(lines)
+
+    __str__ = table
+
+
+def _index(results: Results, ignored: set[str]) -> dict[tuple[Any, ...], int]:
+    """Point identity (minus the ignored parameters) -> row of ``results``."""
+    out: dict[tuple[Any, ...], int] = {}
+    for i, p in enumerate(results.params):
+        key = point_key({k: v for k, v in p.items() if k not in ignored})
+        if key in out:
+            raise ValueError(f"two points share parameters {dict((k, v) for k, _, v in key)} "
+                             f"once {sorted(ignored)} are ignored; cannot match them")
+        out[key] = i
+    return out
+
+
+def _compare_point(params: dict[str, Any], a: Record, b: Record, alpha: float) -> PointComparison:
+    """``a`` (these results) against ``b`` (the baseline) at one point."""
+    test = mann_whitney_u(a.samples, b.samples)
+    if test.p_value < alpha:
+        # U counts pairs where this sample is the larger (slower) one.
+        verdict = "slower" if test.u > len(a.samples) * len(b.samples) / 2 else "faster"
+    else:
+        verdict = "no significant difference"
+    return PointComparison(params=params, median=a.median, baseline_median=b.median,
+                           speedup=b.median / a.median, p_value=test.p_value, verdict=verdict,
+                           n=len(a.samples), n_baseline=len(b.samples))
+
+
+def compare(
+    results: Results,
+    baseline: Results,
+    *,
+    alpha: float = 0.05,
+    ignore: Sequence[str] = (),
+    allow_different_machines: bool = False,
+) -> Comparison:
+    """Each point of ``results`` against the same point of ``baseline``: see :meth:`Results.compare`."""
+    diffs = machine_differences(results.machine, baseline.machine)
+    if diffs and not allow_different_machines:
+        raise DifferentMachinesError(
+            "refusing to compare results from different machines ("
+            + "; ".join(diffs) + "): their timings say as much about the machines as about "
+            "the code. Pass allow_different_machines=True (CLI: --allow-different-machines) "
+            "to compare anyway.")
+    ignored = set(ignore)
+    mine, theirs = _index(results, ignored), _index(baseline, ignored)
+    rows = [_compare_point({k: v for k, v in results.params[i].items() if k not in ignored},
+                           results.measurements[i], baseline.measurements[theirs[key]], alpha)
+            for key, i in mine.items() if key in theirs]
+    only_mine = [results.params[i] for k, i in mine.items() if k not in theirs]
+    only_theirs = [baseline.params[i] for k, i in theirs.items() if k not in mine]
+    return Comparison(rows, alpha=alpha, unmatched=only_mine, unmatched_baseline=only_theirs,
+                      machine_differences=diffs)

@@ -1,0 +1,211 @@
+"""The seed articles' experiments, as run by ``pycipherbench speed`` and ``pycipherbench store``.
+
+``speed``: article 003's table, every transformation encrypting and decrypting
+one large message, and its TEA:AES ratio. ``store``: article 000's comparison
+of the encrypted store with plain SharedPreferences (per-operation latency,
+the 100-pair scenario, commit vs apply, cold vs warm open). Each experiment
+has its points (what to measure), a runner and a text report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ._format import format_ns, format_size_compact, format_table
+from ._measure import Measurement, Op, measure
+from ._params import point_key
+from ._progress import progress
+from .results import Results
+from .store import StoreMeasurement
+from .sweep import expand_grid
+
+# -- speed: article 003, "Speed Test of 10MB Data Enc/Decryption"
+
+#: The seed article's table, in its order.
+SPEED_GROUPS: list[tuple[str, list[str]]] = [
+    ("AES", ["AES/CBC/PKCS5Padding", "AES/CBC/NoPadding", "AES/ECB/PKCS5Padding",
+             "AES/ECB/NoPadding", "AES/GCM/NoPadding"]),
+    ("DES", ["DES/CBC/PKCS5Padding", "DES/CBC/NoPadding", "DES/ECB/PKCS5Padding",
+             "DES/ECB/NoPadding"]),
+    ("3DES", ["DESede/CBC/PKCS5Padding", "DESede/CBC/NoPadding", "DESede/ECB/PKCS5Padding",
+              "DESede/ECB/NoPadding"]),
+    # Our vectorized TEA, and the one-block-at-a-time reference code like the seed's port.
+    ("TEA", ["TEA/ECB/NoPadding", "TEA-ref/ECB/NoPadding"]),
+]
+# The seed's ratio compared TEA with AES/ECB/PKCS5Padding encryption ("TEA:AES=16:990").
+RATIO_AES = "AES/ECB/PKCS5Padding"
+RATIO_TEAS = ("TEA-ref/ECB/NoPadding", "TEA/ECB/NoPadding")
+#: Timing of every speed measurement: quick, and the default.
+SPEED_TIMING: dict[bool, dict[str, Any]] = {
+    True: dict(min_time=0.01, repeats=3, warmup=0.0),
+    False: dict(min_time=0.1, repeats=7),
+}
+
+
+def run_speed(payload: int, quick: bool, hw_aes: bool) -> list[Measurement]:
+    """Every transformation of :data:`SPEED_GROUPS`, encrypting and decrypting ``payload`` bytes.
+
+    ``hw_aes=False`` marks the results as measured without hardware AES: the
+    caller runs this in a process whose OpenSSL started masked.
+    """
+    names = [n for _, group in SPEED_GROUPS for n in group]
+    jobs: list[tuple[str, Op]] = [(n, op) for n in names for op in ("enc", "dec")]
+    results = []
+    with progress(len(jobs), delay=2.0, leave=False) as bar:
+        for name, op in jobs:
+            bar.start(f"{name} {op.upper()}")
+            m = measure(name, op=op, payload=payload, **SPEED_TIMING[quick])
+            results.append(m if hw_aes else _mark_masked(m))
+            bar.done()
+    return results
+
+
+def _mark_masked(m: Measurement) -> Measurement:
+    from ._hwaes import masked_environment
+
+    _, mask = masked_environment()
+    return replace(m, hw_aes=False, hw_mask=mask)
+
+
+def format_speed(results: list[Measurement], payload: int) -> str:
+    """The seed's table with this machine's KB/ms, the TEA:AES ratios and the machine."""
+    by_key = {(m.transformation, m.op): m for m in results}
+    lines = [f"# Speed Test of {format_size_compact(payload)} Data Enc/Decryption #"]
+    for title, group in SPEED_GROUPS:
+        lines.append(f"# {title}:")
+        for name in group:
+            for op in ("enc", "dec"):
+                m = by_key[(name, op)]
+                lines.append(f"* [{name}] {op.upper()}: {m.kb_per_ms:.1f} KB/ms")
+    aes = by_key[(RATIO_AES, "enc")]
+    for tea_name in RATIO_TEAS:
+        tea = by_key[(tea_name, "enc")]
+        ratio = aes.kb_per_ms / tea.kb_per_ms
+        verdict = f"AES is {ratio:.1f}x faster" if ratio >= 1 else f"TEA is {1 / ratio:.1f}x faster"
+        lines.append(
+            f"# TEA:AES = {tea.kb_per_ms:.1f}:{aes.kb_per_ms:.1f} -> {verdict} "
+            f"({RATIO_AES} vs {tea_name}, ENC, {tea.rounds} cycles)"
+        )
+    fp = results[0].machine
+    hw = "on" if results[0].hw_aes else f"OFF ({results[0].hw_mask})"
+    lines += [
+        _machine_line(fp),
+        f"# {fp['openssl_version']}; compiled by {fp['compiler']}; TEA kernel {fp['tea_impl']}; "
+        f"Python {fp['python']}; pycipherbench {fp['package_version']}",
+        f"# Hardware AES: {hw}. Median of {results[0].repeats} samples, message scope "
+        f"(each operation one whole {format_size_compact(payload)} message, padding and tag included).",
+    ]
+    return "\n".join(lines)
+
+
+def _machine_line(fp: dict[str, Any]) -> str:
+    return (f"# Machine: {fp['cpu_model']}, {fp['cores']} cores, {fp['arch']}; "
+            f"crypto flags: {' '.join(fp['cpu_flags']) or 'none'}")
+
+
+# -- store: article 000, the encrypted store vs plain SharedPreferences
+
+STORE_OPS = ("put", "get", "contains", "get_missing")
+# store.bench("apply") calibrates its operation count on the time the caller is blocked,
+# but every operation also waits for its durable write (an fsync, ~100x longer): scale
+# min_time down so an apply sample lasts about as long as the others.
+APPLY_MIN_TIME_SCALE = 0.01
+#: Timing of every store measurement: quick, and the default.
+STORE_TIMING: dict[bool, dict[str, Any]] = {
+    True: dict(min_time=0.005, repeats=3, warmup=0.0),
+    False: dict(min_time=0.05, repeats=7),
+}
+
+
+def store_points(n_keys: int, hw_aes: bool = True,
+                 min_time: float | None = None) -> list[dict[str, Any]]:
+    """The points of the seed-000 experiments (see :func:`format_store`), deduplicated."""
+    hw: dict[str, Any] = {} if hw_aes else {"hw_aes": False}
+    both = [False, True]
+    grids: list[dict[str, Any]] = [
+        dict(workload=list(STORE_OPS), encrypted=both, faithful=False, n_keys=n_keys),
+        dict(workload="commit", batch=100, n_keys=100, encrypted=both, faithful=both),
+        dict(workload="get", n_keys=100, encrypted=both, faithful=both),
+        dict(workload=["commit", "apply"], batch=1, n_keys=100, encrypted=both, faithful=False),
+        dict(workload=["open_cold", "open_warm"], n_keys=100, encrypted=both, faithful=False),
+    ]
+    points: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for grid in grids:
+        for p in expand_grid("store", **grid, **hw):
+            if p["workload"] == "apply" and min_time is not None:
+                p["min_time"] = min_time * APPLY_MIN_TIME_SCALE
+            points.setdefault(point_key(p), p)
+    return list(points.values())
+
+
+def format_store(results: Results, n_keys: int) -> str:
+    """The seed-000 tables from the results of :func:`store_points`."""
+    sections = [
+        _store_per_op(results, n_keys), _store_pairs(results), _store_commit_apply(results),
+        _store_open(results),
+    ]
+    m = results.measurements[0]
+    hw = "on" if all(x.hw_aes for x in results) else "OFF for the encrypted store"
+    sections.append("\n".join([
+        f"{_machine_line(results.machine)}; {results.machine['openssl_version']}",
+        f"# Hardware AES: {hw}. Median of {m.repeats} samples. lean: this store's encrypted "
+        "mode; faithful: ESP's per-call work repeated (fresh key schedules, S2V from scratch, "
+        "a CSPRNG call per nonce). Same file format.",
+    ]))
+    return "\n\n".join(sections)
+
+
+def _median(results: Results, **params: Any) -> float:
+    return results.one(**params).median
+
+
+def _store_per_op(results: Results, n_keys: int) -> str:
+    rows = []
+    for op in STORE_OPS:
+        plain = _median(results, workload=op, encrypted=False, n_keys=n_keys)
+        enc = _median(results, workload=op, encrypted=True, faithful=False, n_keys=n_keys)
+        rows.append([op, format_ns(plain), format_ns(enc), f"{enc / plain:.1f}x"])
+    return "\n".join([
+        "# Encrypted store vs plain SharedPreferences (the seed-000 experiments), this machine",
+        f"## Per operation, store of {n_keys} entries (32-character names, 32-character string values)",
+        format_table(["operation", "plain", "encrypted", "encrypted/plain"], rows)])
+
+
+def _store_pairs(results: Results) -> str:
+    rows = []
+    for step, kw, times in (("100 puts + commit", dict(workload="commit", batch=100), 1),
+                            ("100 gets", dict(workload="get", n_keys=100), 100)):
+        plain = _median(results, **kw, encrypted=False) * times
+        lean = _median(results, **kw, encrypted=True, faithful=False) * times
+        faithful = _median(results, **kw, encrypted=True, faithful=True) * times
+        rows.append([step, format_ns(plain), format_ns(lean), format_ns(faithful),
+                     f"{lean / plain:.1f}x", f"{faithful / plain:.1f}x"])
+    return "\n".join([
+        "## The 100-pair scenario: 100 puts + one commit, then 100 gets (store of 100 entries)",
+        format_table(["step", "plain", "lean", "faithful", "lean/plain", "faithful/plain"], rows)])
+
+
+def _store_commit_apply(results: Results) -> str:
+    rows = []
+    for enc in (False, True):
+        commit = _median(results, workload="commit", batch=1, encrypted=enc)
+        apply = results.one(workload="apply", encrypted=enc)
+        durable = apply.durable_median if isinstance(apply, StoreMeasurement) else None
+        rows.append(["encrypted" if enc else "plain", format_ns(commit), format_ns(apply.median),
+                     format_ns(float("nan") if durable is None else durable)])
+    return "\n".join([
+        "## Commit vs apply: one put per edit (store of 100 entries)",
+        format_table(["store", "commit (blocked until durable)", "apply (caller blocked)",
+                      "apply (until durable)"], rows)])
+
+
+def _store_open(results: Results) -> str:
+    rows = []
+    for enc in (False, True):
+        cold = _median(results, workload="open_cold", encrypted=enc)
+        warm = _median(results, workload="open_warm", encrypted=enc, n_keys=100)
+        rows.append(["encrypted" if enc else "plain", format_ns(cold), format_ns(warm)])
+    return "\n".join([
+        "## Open: cold (first launch: keys generated) vs warm (load 100 entries)",
+        format_table(["store", "cold", "warm"], rows)])
