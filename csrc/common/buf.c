@@ -9,6 +9,8 @@
 
 #include <openssl/crypto.h>
 
+#include "common/bytes.h"
+
 void pcb_buf_init(pcb_buf *b)
 {
     b->data = NULL;
@@ -63,4 +65,11 @@ void pcb_buf_append(pcb_buf *b, const char *s, size_t n)
         return;
     memcpy(p, s, n);
     b->len += n;
+}
+
+void pcb_buf_put_le32(pcb_buf *b, uint32_t v)
+{
+    uint8_t x[4];
+    pcb_store_le32(x, v);
+    pcb_buf_append(b, (const char *)x, 4);
 }

@@ -12,6 +12,7 @@
 #define PCB_COMMON_BUF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     char *data;
@@ -25,5 +26,7 @@ void pcb_buf_append(pcb_buf *b, const char *s, size_t n);
 /* Reserves room for n more bytes and returns where they go (NULL on failure);
  * the caller then adds n to b->len. */
 char *pcb_buf_reserve(pcb_buf *b, size_t n);
+/* Appends v as 4 little-endian bytes (internal logs; read with pcb_load_le32). */
+void pcb_buf_put_le32(pcb_buf *b, uint32_t v);
 
 #endif /* PCB_COMMON_BUF_H */

@@ -1,0 +1,392 @@
+/*
+ * store/codec.c — names and values between their plain and stored forms
+ * (see codec.h).
+ */
+#include "store/codec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#include "common/mem.h"
+#include "format/b64.h"
+#include "format/value.h"
+
+/* ------------------------------------------------------------- choosing */
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void register_atfork(void);
+
+pcb_codec pcb_codec_choose(const pcb_store_options *o)
+{
+    pcb_codec c;
+    pthread_once(&atfork_once, register_atfork); /* before the first nonce */
+    memset(&c, 0, sizeof c);
+    const int entries = o->encrypted && o->layout == PCB_LAYOUT_ENTRIES;
+    c.file = !o->encrypted ? PCB_FILE_NATIVE : entries ? PCB_FILE_ENTRIES : PCB_FILE_SEALED_MAP;
+    c.per_call_setup = o->faithful;
+    c.records_text = entries && o->faithful; /* as Android's map holds Strings */
+    c.names = !entries || o->key_enc == PCB_KEYENC_NONE ? PCB_NAMES_PLAIN
+              : o->faithful ? PCB_NAMES_SIV_TEXT : PCB_NAMES_SIV;
+    if (!entries)
+        c.values = PCB_VALUES_PLAIN; /* plain store, or sealed as one map */
+    else if (o->value_enc == PCB_VALENC_NONE)
+        c.values = o->faithful ? PCB_VALUES_B64_TEXT : PCB_VALUES_PLAIN;
+    else
+        c.values = o->faithful ? PCB_VALUES_AEAD_TEXT : PCB_VALUES_AEAD;
+    c.key_keyset = c.names != PCB_NAMES_PLAIN;
+    c.value_keyset = o->encrypted && (o->value_enc != PCB_VALENC_NONE || !entries);
+    c.plaintext_in_map = c.names == PCB_NAMES_PLAIN || c.values == PCB_VALUES_PLAIN
+                         || c.values == PCB_VALUES_B64_TEXT;
+    c.xml_names = c.names == PCB_NAMES_PLAIN;
+    c.xml_values = c.file != PCB_FILE_ENTRIES; /* entries hold values as Base64 */
+    return c;
+}
+
+/* ---------------------------------------------------- nonces and AEADs */
+
+/* Bumped in every child after fork(): nonce pools drawn before it are dropped,
+ * so parent and child never hand out the same nonce. (getpid() would do, but
+ * it is a system call on every put.) */
+static volatile unsigned long fork_generation;
+static void on_fork_child(void) { fork_generation++; }
+static void register_atfork(void) { pthread_atfork(NULL, NULL, on_fork_child); }
+
+int pcb_codec_nonce(pcb_store *s, uint8_t nonce[NONCE_LEN], pcb_status *st)
+{
+    if (s->codec.per_call_setup) /* Tink draws each nonce from the CSPRNG */
+        return RAND_bytes_ex(s->libctx, nonce, NONCE_LEN, 0) == 1
+               || pcb_fail_openssl(st, "drawing a nonce");
+    unsigned long gen = fork_generation;
+    if (s->nonce_left < NONCE_LEN || gen != s->nonce_fork_gen) {
+        /* A batch from OpenSSL's DRBG; refilled after fork so that parent
+         * and child never share nonces. */
+        if (RAND_bytes_ex(s->libctx, s->nonce_pool, NONCE_POOL, 0) != 1)
+            return pcb_fail_openssl(st, "drawing nonces");
+        s->nonce_left = NONCE_POOL;
+        s->nonce_fork_gen = gen;
+    }
+    uint8_t *p = s->nonce_pool + NONCE_POOL - s->nonce_left;
+    memcpy(nonce, p, NONCE_LEN);
+    OPENSSL_cleanse(p, NONCE_LEN);
+    s->nonce_left -= NONCE_LEN;
+    return 1;
+}
+
+int pcb_aead_pair_new(pcb_aead_pair *a, const EVP_CIPHER *c, const uint8_t *key, pcb_status *st)
+{
+    a->enc = EVP_CIPHER_CTX_new();
+    a->dec = EVP_CIPHER_CTX_new();
+    if (a->enc == NULL || a->dec == NULL
+        || !EVP_EncryptInit_ex2(a->enc, c, key, NULL, NULL)
+        || !EVP_DecryptInit_ex2(a->dec, c, key, NULL, NULL))
+        return pcb_fail_openssl(st, "AEAD key setup");
+    return 1;
+}
+
+void pcb_aead_pair_free(pcb_aead_pair *a)
+{
+    EVP_CIPHER_CTX_free(a->enc);
+    EVP_CIPHER_CTX_free(a->dec);
+    a->enc = a->dec = NULL;
+}
+
+int pcb_store_seal(EVP_CIPHER_CTX *ctx, const uint8_t *key, const uint8_t nonce[NONCE_LEN],
+                   const uint8_t *aad, size_t aad_len, const uint8_t *in, size_t len,
+                   uint8_t *out, pcb_status *st)
+{
+    const pcb_bytes ad = {aad, aad_len};
+    memcpy(out, nonce, NONCE_LEN);
+    return pcb_aead_seal(ctx, key, nonce, &ad, 1, in, len, out + NONCE_LEN, st);
+}
+
+int pcb_store_unseal(EVP_CIPHER_CTX *ctx, const uint8_t *key, const uint8_t *aad, size_t aad_len,
+                     const uint8_t *in, size_t len, uint8_t *out, pcb_status *st)
+{
+    const pcb_bytes ad = {aad, aad_len};
+    return pcb_aead_open(ctx, key, in, &ad, 1, in + NONCE_LEN, len - NONCE_LEN, out, st);
+}
+
+/* ------------------------------------------------------------- checks */
+
+int pcb_codec_check_name(const pcb_store *s, const char *name, size_t len, pcb_status *st)
+{
+    /* Plain stores refuse them too: a file holding them reads as an encrypted store. */
+    (void)s;
+    if (pcb_store_is_reserved(name, len))
+        return pcb_fail(st, PCB_E_RESERVED,
+                        "'%.*s' is reserved for the store's keysets and cannot be read or written",
+                        (int)len, name);
+    return 1;
+}
+
+/* Names and strings that reach the XML file as text must not hold U+0000:
+ * XML cannot represent it, so the file could never be read back. */
+int pcb_codec_check_put(const pcb_store *s, const char *name, size_t nl, const uint8_t *v,
+                        size_t vl, pcb_status *st)
+{
+    if (!pcb_codec_check_name(s, name, nl, st))
+        return 0;
+    if (s->codec.xml_names && memchr(name, 0, nl) != NULL)
+        return pcb_fail(st, PCB_E_VALUE, "this store keeps names as XML text, which cannot hold "
+                        "the character U+0000 (NUL); remove it from the name");
+    if (s->codec.xml_values && pcb_value_has_nul(v, vl))
+        return pcb_fail(st, PCB_E_VALUE, "this store keeps strings as XML text, which cannot "
+                        "hold the character U+0000 (NUL); remove it from the value");
+    return 1;
+}
+
+/* ------------------------------------------------------------- names */
+
+/* Appends a sealed blob in the records' form: raw bytes, or the file's
+ * Base64 text when records hold text (as ESP's map holds Strings). */
+static void append_stored(pcb_store *s, pcb_buf *out, const uint8_t *blob, size_t len)
+{
+    if (!s->codec.records_text) {
+        pcb_buf_append(out, (const char *)blob, len);
+        return;
+    }
+    STAGE_BEGIN(s);
+    char *p = pcb_buf_reserve(out, pcb_b64_encoded_len(len));
+    if (p)
+        out->len += pcb_b64_encode(blob, len, p);
+    STAGE_END(s, PCB_STAGE_BASE64);
+}
+
+/* The S2V state after the store name: folded in once at keying, or (per-call
+ * set-up, as Tink) from a fresh key schedule every call. */
+static int s2v_start(pcb_store *s, uint8_t d[16])
+{
+    if (!s->codec.per_call_setup) {
+        memcpy(d, s->s2v_store, 16);
+        return 1;
+    }
+    if (!pcb_siv_set_key(&s->siv, s->siv_key, SIV_KEY_LEN))
+        return 0;
+    memcpy(d, s->siv.d0, 16);
+    return pcb_s2v_add(&s->siv, d, (const uint8_t *)s->store_name, s->store_name_len);
+}
+
+int pcb_codec_name(pcb_store *s, const char *name, size_t len, pcb_buf *out, pcb_status *st)
+{
+    out->len = 0;
+    if (pcb_buf_reserve(out, len + 1) == NULL) /* data is never NULL, even for "" */
+        return pcb_oom(st);
+    if (s->codec.names == PCB_NAMES_PLAIN) {
+        pcb_buf_append(out, name, len);
+        return !out->failed || pcb_oom(st);
+    }
+    STAGE_BEGIN(s);
+    const size_t blob_len = PREFIX_LEN + 16 + len;
+    uint8_t stackbuf[512], *blob = blob_len <= sizeof stackbuf ? stackbuf : malloc(blob_len);
+    uint8_t d[16];
+    if (blob == NULL)
+        return pcb_oom(st);
+    blob[0] = 0x01;
+    memcpy(blob + 1, s->siv_kid, 4);
+    int ok = s2v_start(s, d)
+             && pcb_siv_encrypt(&s->siv, d, (const uint8_t *)name, len, blob + PREFIX_LEN);
+    STAGE_END(s, PCB_STAGE_SIV);
+    if (ok)
+        append_stored(s, out, blob, blob_len);
+    if (blob != stackbuf)
+        pcb_wipe_free(blob, blob_len);
+    if (!ok)
+        return pcb_fail_openssl(st, "AES-SIV name encryption");
+    return !out->failed || pcb_oom(st);
+}
+
+void pcb_codec_describe(const pcb_store *s, const rec_header *r, char *out, size_t cap)
+{
+    size_t nl = r->name_len & LEN_MASK;
+    if (s->codec.names == PCB_NAMES_SIV && !(r->name_len & BAD_BIT)) {
+        char text[48];
+        size_t n = nl < 33 ? nl : 33; /* 33 raw bytes -> 44 Base64 characters */
+        size_t tl = pcb_b64_encode(rec_name(r), n, text);
+        snprintf(out, cap, "%.*s%s", (int)tl, text, n < nl ? "..." : "");
+    } else {
+        snprintf(out, cap, "%.*s%s", (int)(nl < 44 ? nl : 44), (const char *)rec_name(r),
+                 nl > 44 ? "..." : "");
+    }
+}
+
+/* A DecryptionError naming the entry: "<path>: entry '<name>'<what>". */
+static int entry_error(const pcb_store *s, const rec_header *r, const char *what, pcb_status *st)
+{
+    char who[64];
+    pcb_codec_describe(s, r, who, sizeof who);
+    return pcb_fail(st, PCB_E_DECRYPT, "%s: entry '%s'%s", s->path, who, what);
+}
+
+/* The record's text decoded from Base64 into a new allocation (*out,
+ * *out_len): 1, 0 if it is not valid Base64, -1 out of memory (st set). */
+static int decode_text(const uint8_t *text, size_t len, uint8_t **out, size_t *out_len,
+                       pcb_status *st)
+{
+    *out = malloc(pcb_b64_decoded_max(len));
+    if (*out == NULL)
+        return pcb_oom(st) - 1;
+    *out_len = pcb_b64_decode((const char *)text, len, *out);
+    if (*out_len != (size_t)-1)
+        return 1;
+    free(*out);
+    *out = NULL;
+    return 0;
+}
+
+int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_status *st)
+{
+    const uint8_t *n = rec_name(r);
+    size_t nl = r->name_len & LEN_MASK;
+    uint8_t *decoded = NULL;
+    out->len = 0;
+    if (pcb_buf_reserve(out, nl + 1) == NULL) /* data is never NULL, even for "" */
+        return pcb_oom(st);
+    if (s->codec.names == PCB_NAMES_PLAIN) {
+        pcb_buf_append(out, (const char *)n, nl);
+        return !out->failed || pcb_oom(st);
+    }
+    if (s->codec.names == PCB_NAMES_SIV_TEXT) {
+        int rc = decode_text(n, nl, &decoded, &nl, st);
+        if (rc <= 0)
+            return rc < 0 ? 0 : entry_error(s, r, ": the name is not valid Base64 (corrupted)", st);
+        n = decoded;
+    } else if (r->name_len & BAD_BIT) {
+        return entry_error(s, r, " is not valid Base64 (corrupted)", st);
+    }
+    int ok = 1;
+    if (nl < PREFIX_LEN + 16 || n[0] != 0x01 || memcmp(n + 1, s->siv_kid, 4) != 0) {
+        ok = entry_error(s, r, ": the name is not sealed by this store's key keyset (wrong "
+                         "prefix, key id or length)", st);
+    } else {
+        char *p = pcb_buf_reserve(out, nl - PREFIX_LEN - 16 + 1);
+        uint8_t d[16];
+        int rc = -1;
+        if (p == NULL)
+            ok = pcb_oom(st);
+        else if (!s2v_start(s, d))
+            ok = pcb_fail_openssl(st, "AES-SIV");
+        else
+            rc = pcb_siv_decrypt(&s->siv, d, n + PREFIX_LEN, nl - PREFIX_LEN, (uint8_t *)p);
+        if (ok && rc < 0)
+            ok = pcb_fail_openssl(st, "AES-SIV name decryption");
+        else if (ok && rc == 0)
+            ok = entry_error(s, r, ": the name failed authentication (tampered)", st);
+        else if (ok)
+            out->len = nl - PREFIX_LEN - 16;
+    }
+    free(decoded);
+    return ok;
+}
+
+/* ------------------------------------------------------------- values */
+
+const uint8_t *pcb_codec_value_aad(pcb_store *s, const uint8_t *sname, size_t slen,
+                                   size_t *aad_len)
+{
+    if (s->codec.names == PCB_NAMES_SIV) { /* the file's text of the raw blob */
+        s->scratch.len = 0;
+        char *p = pcb_buf_reserve(&s->scratch, pcb_b64_encoded_len(slen));
+        if (p == NULL)
+            return NULL;
+        *aad_len = pcb_b64_encode(sname, slen, p);
+        return (const uint8_t *)p;
+    }
+    *aad_len = slen;
+    return slen ? sname : (const uint8_t *)""; /* an empty plain name is a valid AAD */
+}
+
+int pcb_codec_seal_value(pcb_store *s, const uint8_t *aad, size_t aad_len, const uint8_t *pt,
+                         size_t len, pcb_buf *out, pcb_status *st)
+{
+    out->len = 0;
+    switch (s->codec.values) {
+    case PCB_VALUES_PLAIN:
+        pcb_buf_append(out, (const char *)pt, len);
+        return !out->failed || pcb_oom(st);
+    case PCB_VALUES_B64_TEXT: {
+        char *p = pcb_buf_reserve(out, pcb_b64_encoded_len(len) + 1);
+        if (p == NULL)
+            return pcb_oom(st);
+        out->len = pcb_b64_encode(pt, len, p);
+        return 1;
+    }
+    default:
+        break;
+    }
+    const size_t blob_len = PREFIX_LEN + NONCE_LEN + len + TAG_LEN;
+    uint8_t *blob = malloc(blob_len), nonce[NONCE_LEN];
+    if (blob == NULL)
+        return pcb_oom(st);
+    STAGE_BEGIN(s);
+    int ok = pcb_codec_nonce(s, nonce, st);
+    STAGE_END(s, PCB_STAGE_NONCE);
+    blob[0] = 0x01;
+    memcpy(blob + 1, s->value_kid, 4);
+    ok = ok && pcb_store_seal(s->value.enc, s->codec.per_call_setup ? s->value_key : NULL, nonce,
+                              aad, aad_len, pt, len, blob + PREFIX_LEN, st);
+    STAGE_END(s, PCB_STAGE_AEAD);
+    if (ok)
+        append_stored(s, out, blob, blob_len);
+    free(blob);
+    return ok && (!out->failed || pcb_oom(st));
+}
+
+/* AEAD blob v[0..vl) -> plaintext into out. */
+static int open_blob(pcb_store *s, const rec_header *r, const uint8_t *aad, size_t aad_len,
+                     const uint8_t *v, size_t vl, pcb_buf *out, pcb_status *st)
+{
+    if (vl < PREFIX_LEN + NONCE_LEN + TAG_LEN || v[0] != 0x01 || memcmp(v + 1, s->value_kid, 4) != 0)
+        return entry_error(s, r, ": the value is not sealed by this store's value keyset "
+                           "(wrong prefix, key id or length)", st);
+    size_t body = vl - PREFIX_LEN - NONCE_LEN - TAG_LEN;
+    uint8_t *p = (uint8_t *)pcb_buf_reserve(out, body + 1);
+    if (p == NULL)
+        return pcb_oom(st);
+    STAGE_BEGIN(s);
+    int rc = pcb_store_unseal(s->value.dec, s->codec.per_call_setup ? s->value_key : NULL, aad,
+                              aad_len, v + PREFIX_LEN, vl - PREFIX_LEN, p, st);
+    STAGE_END(s, PCB_STAGE_AEAD);
+    if (rc < 0)
+        return 0;
+    if (rc == 0)
+        return entry_error(s, r, ": the value failed authentication (tampered, or moved "
+                           "from another entry)", st);
+    out->len = body;
+    return 1;
+}
+
+int pcb_codec_open_value(pcb_store *s, const rec_header *r, const uint8_t *aad, size_t aad_len,
+                         pcb_buf *out, pcb_status *st)
+{
+    const uint8_t *v = rec_value(r);
+    size_t vl = r->value_len;
+    out->len = 0;
+    if (!s->codec.records_text) { /* raw records: plaintext or a raw blob */
+        if (r->name_len & BAD_BIT)
+            return entry_error(s, r, " is not valid Base64 (corrupted)", st);
+        if (s->codec.values == PCB_VALUES_PLAIN) {
+            pcb_buf_append(out, (const char *)v, vl);
+            return !out->failed || pcb_oom(st);
+        }
+        return open_blob(s, r, aad, aad_len, v, vl, out, st);
+    }
+    /* ESP decodes the stored Base64 String each time. */
+    uint8_t *decoded;
+    STAGE_BEGIN(s);
+    int ok = decode_text(v, vl, &decoded, &vl, st);
+    STAGE_END(s, PCB_STAGE_BASE64);
+    if (ok <= 0)
+        return ok < 0 ? 0 : entry_error(s, r, " is not valid Base64 (corrupted)", st);
+    if (s->codec.values == PCB_VALUES_B64_TEXT) { /* the Base64 text was all there was */
+        pcb_buf_append(out, (const char *)decoded, vl);
+        ok = !out->failed || pcb_oom(st);
+    } else {
+        ok = open_blob(s, r, aad, aad_len, decoded, vl, out, st);
+    }
+    free(decoded);
+    return ok;
+}

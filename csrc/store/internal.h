@@ -1,0 +1,170 @@
+/*
+ * store/internal.h — what the store's own files share, and nothing else
+ * includes: the pcb_store and pcb_edit structs, the codec chosen at open,
+ * the file's reserved names and the store's fixed sizes, the lock helpers
+ * and the stage clocks.
+ *
+ * Files of the store layer and what each owns:
+ *   map.c      the arena and hash table (map.h)
+ *   fileio.c   whole-file reads, atomic writes, temp files (fileio.h)
+ *   codec.c    the codec chosen at open; nonces; names and values sealed,
+ *              opened and described (codec.h)
+ *   keys.c     the master key (key file or scrypt), keysets sealed and
+ *              opened, the entry crypto contexts (keys.h)
+ *   persist.c  the file's bytes for the map (serialize) and the map from
+ *              the file's bytes (load) (persist.h)
+ *   store.c    open, close, flush, reads, accounting (store.h)
+ *   commit.c   editors, commit and apply, the background writer (store.h)
+ *   rotate.c   key rotation (store.h)
+ *   bench.c    the timed workloads (bench.h)
+ *
+ * Locking: `lock` guards the map, the keys, the crypto contexts, the
+ * generations and the stage clocks; `io_lock` serializes file writes and is
+ * taken before `lock` when both are held.
+ */
+#ifndef PCB_STORE_INTERNAL_H
+#define PCB_STORE_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "common/status.h"
+#include "common/timing.h"
+#include "crypto/evp.h"
+#include "crypto/siv.h"
+#include "store/map.h"
+#include "store/store.h"
+
+#define KEY_KEYSET "__androidx_security_crypto_encrypted_prefs_key_keyset__"
+#define VALUE_KEYSET "__androidx_security_crypto_encrypted_prefs_value_keyset__"
+#define SEALED_NAME "__pcb_sealed_map__"
+#define PREFIX_LEN 5    /* Tink's output prefix: 0x01 || key_id */
+#define NONCE_LEN 12
+#define TAG_LEN PCB_AEAD_TAG_LEN
+#define SIV_KEY_LEN 64
+#define VALUE_KEY_LEN 32
+#define MASTER_KEY_LEN 32
+#define NONCE_POOL (NONCE_LEN * 256)
+#define MAX_FILE ((size_t)1 << 32)   /* 4 GiB: larger files are refused before reading */
+#define DEFAULT_SCRYPT_N (1u << 15)
+
+/* What the records of the map hold for a name (see codec.h). */
+typedef enum {
+    PCB_NAMES_PLAIN,    /* the plain name (records and file) */
+    PCB_NAMES_SIV,      /* the raw SIV blob 0x01 || kid || V || C; the file has its Base64 */
+    PCB_NAMES_SIV_TEXT  /* faithful: the file's Base64 text of that blob */
+} pcb_name_codec;
+
+/* What the records of the map hold for a value. */
+typedef enum {
+    PCB_VALUES_PLAIN,     /* the plaintext serialization */
+    PCB_VALUES_B64_TEXT,  /* faithful, value_encryption='none': its Base64 text */
+    PCB_VALUES_AEAD,      /* the raw AEAD blob 0x01 || kid || nonce || ct || tag */
+    PCB_VALUES_AEAD_TEXT  /* faithful: the file's Base64 text of that blob */
+} pcb_value_codec;
+
+/* How the file holds the map. */
+typedef enum {
+    PCB_FILE_NATIVE,     /* plain SharedPreferences: native typed elements */
+    PCB_FILE_ENTRIES,    /* ESP: keysets, then one Base64 <string> per entry */
+    PCB_FILE_SEALED_MAP  /* layout='file': keysets, then the whole map sealed as one value */
+} pcb_file_codec;
+
+/* Every mode-dependent rule of the store, decided once at open from the
+ * options (pcb_codec_choose); nothing else reads the option fields. */
+typedef struct {
+    pcb_name_codec names;
+    pcb_value_codec values;
+    pcb_file_codec file;
+    int per_call_setup;   /* faithful: key schedules set up and nonces drawn per call, as Tink */
+    int records_text;     /* records hold the file's text as is (faithful entries) */
+    int key_keyset;       /* the file holds a key (AES-SIV) keyset */
+    int value_keyset;     /* the file holds a value (AEAD) keyset */
+    int plaintext_in_map; /* the map holds plaintext: wiped when freed */
+    int xml_names;        /* plain names reach the XML as text (cannot hold NUL) */
+    int xml_values;       /* string values reach the XML as text (cannot hold NUL) */
+} pcb_codec;
+
+typedef struct {
+    EVP_CIPHER_CTX *enc, *dec;
+} pcb_aead_pair;
+
+struct pcb_store {
+    pthread_mutex_t lock;    /* map, keys, crypto contexts, generations */
+    pthread_mutex_t io_lock; /* one file write at a time */
+    pthread_cond_t cond;
+    pthread_t writer;
+    int writer_started, writer_stop;
+    uint64_t mem_gen, disk_gen;       /* changes applied / changes on disk */
+    int writer_errno;                 /* a background write's failure, reported once */
+    char writer_error[256];
+
+    char *path, *dir, *store_name, *scrypt_path;
+    size_t store_name_len;
+    pcb_store_options opt;
+    pcb_codec codec;
+    const pcb_evp_cache *cache;
+    OSSL_LIB_CTX *libctx;
+
+    uint8_t master[MASTER_KEY_LEN];
+    pcb_buf keyset_text[2]; /* the sealed keysets as written: sealed once, not per commit */
+    uint8_t siv_key[SIV_KEY_LEN], value_key[VALUE_KEY_LEN];
+    uint8_t siv_kid[4], value_kid[4];
+    uint64_t key_gen; /* bumped by rotate: editors re-encrypt their puts */
+    pcb_siv siv;
+    int siv_ready;
+    uint8_t s2v_store[16]; /* S2V state after the store name component */
+    pcb_aead_pair value;
+    const EVP_CIPHER *value_cipher;
+    const EVP_CIPHER *master_cipher; /* AES-256-GCM */
+    pcb_aead_pair master_ctx;
+
+    uint8_t nonce_pool[NONCE_POOL];
+    size_t nonce_left;
+    unsigned long nonce_fork_gen;
+
+    pcb_map map;
+    pcb_map plain_cache; /* cache=1: plain name -> plaintext */
+
+    int stages_on;
+    uint64_t stage_ns[PCB_STAGE_COUNT];
+
+    pcb_buf scratch; /* name/AAD encodings under the lock */
+};
+
+struct pcb_edit {
+    pcb_store *s;
+    int clear;
+    uint64_t key_gen;
+    pcb_buf ops; /* records: kind, lengths, plain name, stored name, stored value, plaintext */
+    size_t n_ops;
+};
+
+static inline void pcb_store_lock(pcb_store *s) { pthread_mutex_lock(&s->lock); }
+static inline void pcb_store_unlock(pcb_store *s) { pthread_mutex_unlock(&s->lock); }
+
+/* Stage clocks (lock held): STAGE_BEGIN starts one, each STAGE_END adds the
+ * time since the last mark to a stage. */
+#define STAGE_BEGIN(s) uint64_t stage_t0_ = (s)->stages_on ? pcb_clock_ns() : 0
+#define STAGE_END(s, which)                                        \
+    do {                                                           \
+        if ((s)->stages_on) {                                      \
+            uint64_t t1_ = pcb_clock_ns();                         \
+            (s)->stage_ns[which] += t1_ - stage_t0_;               \
+            stage_t0_ = t1_;                                       \
+        }                                                          \
+    } while (0)
+
+/* Shared between the layer's files (each defined in the file named). */
+/* store.c: copies the options' strings so the store owns them; 1/0 (memory). */
+int pcb_store_own_options(pcb_store_options *dst, const pcb_store_options *src);
+/* store.c: pcb_store_all with the lock already held. */
+int pcb_store_all_locked(pcb_store *s, pcb_store_entry_fn fn, void *arg, pcb_status *st);
+/* commit.c: appends one op to an editor log, its stored forms computed
+ * under the current keys (lock held). */
+int pcb_edit_encode_op(pcb_store *s, pcb_buf *ops, int kind, const char *name, size_t nl,
+                       const uint8_t *pt, size_t pl, pcb_status *st);
+
+#endif /* PCB_STORE_INTERNAL_H */

@@ -1,0 +1,40 @@
+/*
+ * store/keys.h — the store's keys: the master key and the two keysets.
+ *
+ * Owns: the master key (a 32-byte 0600 key file standing in for the Android
+ * Keystore, created exclusively when absent; or scrypt from a passphrase
+ * with its salt and costs in "<store>.scrypt"), the keysets (a key id and
+ * key for the names' AES-SIV and one for the values' AEAD) sealed under the
+ * master key with AES-256-GCM as the file stores them, opening them again,
+ * fresh keysets for a new store or a rotation, and setting up the entry
+ * crypto contexts from them. Called with the store's lock held (or before
+ * the store is shared). Lengths are bytes.
+ */
+#ifndef PCB_STORE_KEYS_H
+#define PCB_STORE_KEYS_H
+
+#include "store/internal.h"
+
+/* The keyset entries a file held: [0] key keyset, [1] value keyset (NULL
+ * where absent), as the file's text. */
+typedef struct {
+    char *hex[2];
+    size_t len[2];
+} pcb_keyset_text;
+
+/* Loads the master key (may_create: create a key file or scrypt file when
+ * absent; *created then says it did) and its AEAD contexts. */
+int pcb_keys_load_master(pcb_store *s, int may_create, int *created, pcb_status *st);
+/* Refuses a file whose keysets do not fit the options, before a master key
+ * may be created for it (a failed open leaves no new file behind). */
+int pcb_keys_check_present(pcb_store *s, const pcb_keyset_text *k, int file_has_entries,
+                           pcb_status *st);
+/* Opens the file's keysets with the master key, or creates keysets for a
+ * new store (*created = 1); then sets up the entry crypto. */
+int pcb_keys_load(pcb_store *s, const pcb_keyset_text *k, int *created, pcb_status *st);
+/* Fresh keysets sealed under the current master key; bumps key_gen. */
+int pcb_keys_new(pcb_store *s, pcb_status *st);
+/* Sets up the entry crypto (SIV state, AEAD contexts) from the keys. */
+int pcb_keys_contexts(pcb_store *s, pcb_status *st);
+
+#endif /* PCB_STORE_KEYS_H */

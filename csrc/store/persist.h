@@ -1,0 +1,24 @@
+/*
+ * store/persist.h — the store's file and its map, both ways.
+ *
+ * Owns: the file's bytes for the map, in the codec's layout (native
+ * elements; ESP's keysets and Base64 entries; or the sealed map), written
+ * atomically through store/fileio; and loading: the file read and parsed
+ * strictly, records decoded into the map as the codec says (records filed
+ * in the table a few behind the parser so their slots can be prefetched),
+ * duplicates refused, keysets handed to store/keys, the sealed map opened.
+ * Lengths are bytes.
+ */
+#ifndef PCB_STORE_PERSIST_H
+#define PCB_STORE_PERSIST_H
+
+#include "store/internal.h"
+
+/* Serializes under the lock, then writes atomically (io_lock held by the
+ * caller). *gen gets the generation written. 1, or 0 with st set. */
+int pcb_persist_write(pcb_store *s, uint64_t *gen, pcb_status *st);
+/* Loads the file into the empty map, with its keys (or new ones for a new
+ * store: *created = 1). 1, or 0 with st set. */
+int pcb_persist_load(pcb_store *s, int *created, pcb_status *st);
+
+#endif /* PCB_STORE_PERSIST_H */
