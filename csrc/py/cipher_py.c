@@ -57,15 +57,13 @@ static int get_rounds(const pcb_transform *t, PyObject *obj, uint32_t *rounds)
                      Py_TYPE(obj)->tp_name);
         return 0;
     }
+    if (r < 0)
+        return 0;
     if (!pcb_has_rounds(t)) {
-        if (r < 0)
-            PyErr_Clear();
         PyErr_Format(PyExc_ValueError,
                      "%s has no rounds parameter (only TEA and XTEA do); pass rounds=None", t->name);
         return 0;
     }
-    if (r < 0)
-        return 0;
     if (overflow || v < PCB_TEA_MIN_ROUNDS || v > PCB_TEA_MAX_ROUNDS) {
         PyErr_Format(PyExc_ValueError, "rounds must be between %d and %d cycles, got %S",
                      PCB_TEA_MIN_ROUNDS, PCB_TEA_MAX_ROUNDS, obj);
