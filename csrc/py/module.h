@@ -10,6 +10,7 @@
  * Thread safety: the state is written only while the module executes
  * (import) and freed with it; afterwards it is read-only, and the cache may
  * be read without the GIL (crypto/evp.h). Everything else here needs the GIL.
+ * Units: none of its own (the entry points' sizes are bytes, times ns).
  */
 #ifndef PCB_PY_MODULE_H
 #define PCB_PY_MODULE_H
