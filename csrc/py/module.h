@@ -1,20 +1,30 @@
 /*
- * pcb_module.h — what the module glue files share: the module state and the
- * mapping of pcb_status to Python exceptions. pcb_module.c owns the module;
- * pcb_store_py.c adds the store's types to it.
+ * py/module.h — what the Python glue files (csrc/py) share.
+ *
+ * Owns: module_state, the per-module (so per-interpreter) state that every
+ * glue file reads: the fetched-cipher cache and the TEA implementation chosen
+ * at import, the exception types, the store's heap types. module.c creates
+ * and frees it; no glue file keeps a static PyObject*. Also declares what each
+ * glue file hands module.c: its function table or its types' exec step.
+ *
+ * Thread safety: the state is written only while the module executes
+ * (import) and freed with it; afterwards it is read-only, and the cache may
+ * be read without the GIL (crypto/evp.h). Everything else here needs the GIL.
+ * Units: none of its own (the entry points' sizes are bytes, times ns).
  */
-#ifndef PCB_MODULE_H
-#define PCB_MODULE_H
+#ifndef PCB_PY_MODULE_H
+#define PCB_PY_MODULE_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include "crypto/cipher.h"
+#include "store/store.h"
 
 typedef struct {
     pcb_evp_cache cache;
     int cache_ready;
-    pcb_tea_impl tea_impl;
+    pcb_tea_impl tea_impl; /* never AUTO once the module has executed */
     PyObject *CipherBenchError;
     PyObject *DecryptionError;
     PyObject *UnsupportedCipherError;
@@ -25,17 +35,25 @@ typedef struct {
     PyTypeObject *EditorType;
 } module_state;
 
-/* An int argument in [lo, hi]: 1, or 0 with TypeError for non-ints (bool
- * included) or ValueError outside the range, naming `what`. */
-int pcb_int_arg(PyObject *obj, const char *what, long long lo, long long hi, long long *out);
+static inline module_state *pcb_module_state(PyObject *module)
+{
+    return (module_state *)PyModule_GetState(module);
+}
 
-/* Sets the Python exception for st; returns NULL. */
-PyObject *pcb_raise_status(module_state *ms, const pcb_status *st);
+/* cipher_py.c: ciphers, encrypt, decrypt, measure, tea_impls. */
+extern PyMethodDef pcb_cipher_functions[];
 
-/* Adds Store, Editor, store_bench and the store's exceptions to the module. */
-int pcb_store_py_exec(PyObject *module, module_state *ms);
-int pcb_store_py_traverse(module_state *ms, visitproc visit, void *arg);
-void pcb_store_py_clear(module_state *ms);
+/* store_py.c: creates the Store and Editor types into ms and adds them to
+ * the module; 0, or -1 with an exception set. */
+int pcb_store_types_exec(PyObject *module, module_state *ms);
+/* store_py.c: the options Store() and store_bench() both take: the three
+ * names chosen from their lists (ValueError naming the option otherwise) and
+ * the flags, into *opt (its other fields zeroed). 1, or 0 with an exception. */
+int pcb_store_options_arg(int encrypted, const char *key_encryption,
+                          const char *value_encryption, const char *layout, int cache,
+                          int faithful, pcb_store_options *opt);
 
+/* store_bench_py.c: store_bench. */
+extern PyMethodDef pcb_store_bench_functions[];
 
-#endif /* PCB_MODULE_H */
+#endif /* PCB_PY_MODULE_H */

@@ -1,24 +1,22 @@
 /*
- * pcb_store_py.c — the store's Python types: _core.Store and _core.Editor.
+ * py/store_py.c — the store's Python types: _core.Store and _core.Editor.
  *
- * Owns: converting Python values to and from ESP's plaintext serialization,
- * the Store and Editor heap types (their lifetimes, closing, and keeping a
- * store alive while another thread works on it without the GIL), and the
- * store exceptions. pycipherbench/store.py wraps these with Android's
- * getX(name, default) semantics.
+ * Owns: the Store and Editor heap types (their arguments, lifetimes,
+ * closing, and keeping a store alive while another thread works on it
+ * without the GIL), the store options both Store() and store_bench() take by
+ * name. Values cross as ESP's plaintext serialization, converted to and
+ * from Python by py/value_py. pycipherbench/store.py wraps these types with
+ * Android's getX(name, default) semantics.
  */
-#include "py/module.h"
+#include "py/pyutil.h"
+#include "py/value_py.h"
 
 #include <structmember.h> /* PyMemberDef before 3.12 */
 
-#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "store/store.h"
-#include "store/bench.h"
-#include "common/timing.h"
-#include "format/value.h"
 
 typedef struct {
     PyObject_HEAD
@@ -45,185 +43,6 @@ static PyObject *raise_st(PyObject *self, const pcb_status *st)
     return pcb_raise_status(type_state(self), st);
 }
 
-/* ------------------------------------------------- values <-> plaintext */
-
-static int utf8_of(PyObject *obj, const char *what, const char **s, Py_ssize_t *n)
-{
-    if (!PyUnicode_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a str, not %.100s", what, Py_TYPE(obj)->tp_name);
-        return 0;
-    }
-    *s = PyUnicode_AsUTF8AndSize(obj, n);
-    return *s != NULL;
-}
-
-/* Python value -> plaintext serialization of the given type. */
-static int serialize_value(pcb_pref_type type, PyObject *v, pcb_buf *b)
-{
-    pcb_value_begin(b, type);
-    switch (type) {
-    case PCB_PREF_STRING: {
-        const char *s;
-        Py_ssize_t n;
-        if (!utf8_of(v, "a string value", &s, &n))
-            return 0;
-        pcb_value_put_run(b, s, (size_t)n);
-        break;
-    }
-    case PCB_PREF_INT: case PCB_PREF_LONG: {
-        if (!PyLong_Check(v) || PyBool_Check(v)) {
-            PyErr_Format(PyExc_TypeError, "put_%s takes an int, not %.100s",
-                         type == PCB_PREF_INT ? "int" : "long", Py_TYPE(v)->tp_name);
-            return 0;
-        }
-        int overflow;
-        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-        if (x == -1 && PyErr_Occurred())
-            return 0;
-        if (overflow || (type == PCB_PREF_INT && (x < INT32_MIN || x > INT32_MAX))) {
-            PyErr_Format(PyExc_ValueError, "%S does not fit a %s", v,
-                         type == PCB_PREF_INT ? "32-bit int (use put_long)" : "64-bit long");
-            return 0;
-        }
-        if (type == PCB_PREF_LONG)
-            pcb_value_put_long(b, x);
-        else
-            pcb_value_put_int(b, (int32_t)x);
-        break;
-    }
-    case PCB_PREF_FLOAT: {
-        if (!(PyFloat_Check(v) || PyLong_Check(v)) || PyBool_Check(v)) {
-            PyErr_Format(PyExc_TypeError, "put_float takes a float, not %.100s", Py_TYPE(v)->tp_name);
-            return 0;
-        }
-        double d = PyFloat_AsDouble(v);
-        if (d == -1.0 && PyErr_Occurred())
-            return 0;
-        if (isfinite(d) && fabs(d) > 3.4028234663852886e38) {
-            PyErr_Format(PyExc_ValueError, "%S is outside the range of a 32-bit float", v);
-            return 0;
-        }
-        pcb_value_put_float(b, (float)d);
-        break;
-    }
-    case PCB_PREF_BOOLEAN: {
-        if (!PyBool_Check(v)) {
-            PyErr_Format(PyExc_TypeError, "put_bool takes a bool, not %.100s", Py_TYPE(v)->tp_name);
-            return 0;
-        }
-        pcb_value_put_bool(b, v == Py_True);
-        break;
-    }
-    case PCB_PREF_STRING_SET: {
-        if (PyUnicode_Check(v) || PyBytes_Check(v)) {
-            PyErr_SetString(PyExc_TypeError,
-                            "put_string_set takes an iterable of str (a set), not a single string");
-            return 0;
-        }
-        /* A Java Set: members once each, in first-seen order. */
-        PyObject *seen = PySet_New(NULL), *it = seen ? PyObject_GetIter(v) : NULL, *item;
-        if (it == NULL) {
-            Py_XDECREF(seen);
-            if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-                PyErr_Clear();
-                PyErr_Format(PyExc_TypeError, "put_string_set takes an iterable of str, not %.100s",
-                             Py_TYPE(v)->tp_name);
-            }
-            return 0;
-        }
-        int ok = 1;
-        while (ok && (item = PyIter_Next(it)) != NULL) {
-            const char *s;
-            Py_ssize_t n;
-            int dup = 0;
-            ok = utf8_of(item, "each string set member", &s, &n);
-            if (ok) {
-                dup = PySet_Contains(seen, item);
-                ok = dup >= 0 && (dup || PySet_Add(seen, item) == 0);
-            }
-            if (ok && !dup)
-                pcb_value_put_run(b, s, (size_t)n);
-            Py_DECREF(item);
-        }
-        Py_DECREF(it);
-        Py_DECREF(seen);
-        if (!ok || PyErr_Occurred())
-            return 0;
-        break;
-    }
-    }
-    if (b->failed) {
-        PyErr_NoMemory();
-        return 0;
-    }
-    return 1;
-}
-
-static PyObject *decode_str(const uint8_t *p, size_t n)
-{
-    return PyUnicode_DecodeUTF8((const char *)p, (Py_ssize_t)n, "strict");
-}
-
-/* Plaintext serialization -> (type id, Python value). */
-/* The Python value of a serialized entry, *type_out its type id; NULL with
- * StoreFormatError if it is malformed. */
-static PyObject *decode_value(PyObject *self, const uint8_t *v, size_t vl, uint32_t *type_out)
-{
-    module_state *ms = type_state(self);
-    PyObject *value = NULL;
-    pcb_value x;
-    if (!pcb_value_parse(v, vl, &x))
-        goto bad;
-    switch (x.type) {
-    case PCB_PREF_STRING:
-        value = decode_str(x.text, x.text_len);
-        break;
-    case PCB_PREF_STRING_SET: {
-        const uint8_t *run;
-        size_t off = 4, len;
-        value = PySet_New(NULL);
-        while (value != NULL && pcb_value_next_run(v, vl, &off, &run, &len) == 1) {
-            PyObject *m = decode_str(run, len);
-            if (m == NULL || PySet_Add(value, m) < 0)
-                Py_CLEAR(value);
-            Py_XDECREF(m);
-        }
-        break;
-    }
-    case PCB_PREF_INT:
-    case PCB_PREF_LONG:
-        value = PyLong_FromLongLong(x.i);
-        break;
-    case PCB_PREF_FLOAT:
-        value = PyFloat_FromDouble((double)x.f);
-        break;
-    case PCB_PREF_BOOLEAN:
-        value = PyBool_FromLong(x.b);
-        break;
-    }
-    if (value == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-            PyErr_Clear();
-            goto bad;
-        }
-        return NULL;
-    }
-    *type_out = (uint32_t)x.type;
-    return value;
-bad:
-    PyErr_SetString(ms->StoreFormatError,
-                    "an entry decrypted to a malformed value (unknown type id or bad lengths)");
-    return NULL;
-}
-
-/* (type id, value) of a serialized entry. */
-static PyObject *deserialize_value(PyObject *self, const uint8_t *v, size_t vl)
-{
-    uint32_t type;
-    PyObject *value = decode_value(self, v, vl, &type);
-    return value ? Py_BuildValue("(IN)", type, value) : NULL;
-}
-
 /* ------------------------------------------------------------- Store */
 
 /* Marks the store busy (GIL held); NULL with ValueError if closed. */
@@ -242,37 +61,43 @@ static void release(StoreObject *so)
     so->users--;
 }
 
-static const char *const keyenc_names[] = {"none", "siv", NULL};
-static const char *const valenc_names[] = {"none", "gcm", "chacha20-poly1305", NULL};
-static const char *const layout_names[] = {"entries", "file", NULL};
+/* ------------------------------------------------------ options, Store() */
 
-static int choose(const char *what, const char *value, const char *const *names, int *out)
+static const char *const keyenc_names[] = {"none", "siv", NULL};             /* pcb_key_encryption */
+static const char *const valenc_names[] = {"none", "gcm", "chacha20-poly1305", NULL}; /* pcb_value_encryption */
+static const char *const layout_names[] = {"entries", "file", NULL};         /* pcb_layout */
+
+int pcb_store_options_arg(int encrypted, const char *key_encryption,
+                          const char *value_encryption, const char *layout, int cache,
+                          int faithful, pcb_store_options *opt)
 {
-    for (int i = 0; names[i]; i++)
-        if (strcmp(value, names[i]) == 0) {
-            *out = i;
-            return 1;
-        }
-    PyErr_Format(PyExc_ValueError, "%s must be one of %s%s%s%s%s, got '%s'", what, names[0],
-                 names[1] ? ", " : "", names[1] ? names[1] : "", names[1] && names[2] ? ", " : "",
-                 names[1] && names[2] ? names[2] : "", value);
-    return 0;
+    int ke, ve, lo;
+    if (!pcb_name_arg("key_encryption", key_encryption, keyenc_names, &ke)
+        || !pcb_name_arg("value_encryption", value_encryption, valenc_names, &ve)
+        || !pcb_name_arg("layout", layout, layout_names, &lo))
+        return 0;
+    memset(opt, 0, sizeof *opt);
+    opt->encrypted = encrypted;
+    opt->key_enc = (pcb_key_encryption)ke;
+    opt->value_enc = (pcb_value_encryption)ve;
+    opt->layout = (pcb_layout)lo;
+    opt->cache = cache;
+    opt->faithful = faithful;
+    return 1;
 }
 
 /* scrypt_n: 0 for the default, else a power of two in [2, 2**24]. */
 static int scrypt_arg(PyObject *obj, uint64_t *out)
 {
+    long long v;
+    int overflow, r;
     *out = 0;
     if (obj == NULL)
         return 1;
-    if (!PyLong_Check(obj) || PyBool_Check(obj)) {
+    if ((r = pcb_exact_int(obj, &v, &overflow)) == 0)
         PyErr_Format(PyExc_TypeError, "scrypt_n must be an int (0 for the default), not %.100s",
                      Py_TYPE(obj)->tp_name);
-        return 0;
-    }
-    int overflow;
-    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
-    if (v == -1 && PyErr_Occurred())
+    if (r <= 0)
         return 0;
     if (!overflow && v == 0)
         return 1;
@@ -284,7 +109,7 @@ static int scrypt_arg(PyObject *obj, uint64_t *out)
     return 1;
 }
 
-/* path-like -> bytes (filesystem encoding); NULL object allowed if may_be_none. */
+/* path-like -> bytes (filesystem encoding); None gives NULL. */
 static int fspath(PyObject *obj, PyObject **out)
 {
     *out = NULL;
@@ -293,98 +118,136 @@ static int fspath(PyObject *obj, PyObject **out)
     return PyUnicode_FSConverter(obj, out) != 0;
 }
 
-static PyObject *Store_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+/* master_key_file=: None (*out NULL) or a non-empty path-like, as a new
+ * reference to its filesystem-encoded bytes. */
+static int key_file_arg(PyObject *obj, PyObject **out)
+{
+    if (!fspath(obj, out))
+        return 0;
+    if (*out != NULL && PyBytes_GET_SIZE(*out) == 0) {
+        Py_CLEAR(*out);
+        PyErr_SetString(PyExc_ValueError, "master_key_file must name a file, not be empty");
+        return 0;
+    }
+    return 1;
+}
+
+/* passphrase=: None (*pw NULL) or a non-empty str (as UTF-8) or bytes; *pw
+ * lives as long as obj. */
+static int passphrase_arg(PyObject *obj, const char **pw, size_t *len)
+{
+    Py_ssize_t n = 0;
+    *pw = NULL;
+    *len = 0;
+    if (obj == Py_None)
+        return 1;
+    if (PyUnicode_Check(obj)) {
+        *pw = PyUnicode_AsUTF8AndSize(obj, &n);
+    } else if (PyBytes_Check(obj)) {
+        *pw = PyBytes_AS_STRING(obj);
+        n = PyBytes_GET_SIZE(obj);
+    } else {
+        PyErr_Format(PyExc_TypeError, "passphrase must be str or bytes, not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return 0;
+    }
+    if (*pw == NULL)
+        return 0;
+    if (n == 0) {
+        PyErr_SetString(PyExc_ValueError, "passphrase must not be empty");
+        return 0;
+    }
+    *len = (size_t)n;
+    return 1;
+}
+
+/* Store()'s arguments: the options, and the paths as fs-encoded bytes. */
+typedef struct {
+    pcb_store_options opt;
+    PyObject *path, *mk; /* new references; mk NULL without a key file */
+} store_open_args;
+
+/* 1, or 0 with an exception set; release a->path and a->mk either way. */
+static int store_open_parse(PyObject *args, PyObject *kwargs, store_open_args *a)
 {
     static char *kwlist[] = {"path", "master_key_file", "passphrase", "encrypted", "key_encryption",
                              "value_encryption", "cache", "layout", "faithful", "scrypt_n", NULL};
-    module_state *ms = PyType_GetModuleState(type);
-    PyObject *path_obj, *mk_obj = Py_None, *pw_obj = Py_None, *path = NULL, *mk = NULL;
+    PyObject *path_obj, *mk_obj = Py_None, *pw_obj = Py_None, *scrypt_obj = NULL;
     const char *keyenc = "siv", *valenc = "gcm", *layout = "entries";
-    int encrypted = 1, cache = 0, faithful = 0, ke, ve, lo;
-    PyObject *scrypt_obj = NULL;
+    int encrypted = 1, cache = 0, faithful = 0;
     uint64_t scrypt_n = 0;
-    pcb_store_options opt;
-    pcb_status st = {0};
-    const char *pw = NULL;
-    Py_ssize_t pw_len = 0;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOpsspspO:Store", kwlist, &path_obj,
                                      &mk_obj, &pw_obj, &encrypted, &keyenc, &valenc, &cache,
                                      &layout, &faithful, &scrypt_obj))
-        return NULL;
-    if (path_obj == Py_None)
-        return PyErr_Format(PyExc_TypeError, "path: expected str, bytes or os.PathLike object, not NoneType");
-    if (!scrypt_arg(scrypt_obj, &scrypt_n))
-        return NULL;
-    if (!choose("key_encryption", keyenc, keyenc_names, &ke)
-        || !choose("value_encryption", valenc, valenc_names, &ve)
-        || !choose("layout", layout, layout_names, &lo))
-        return NULL;
-    if (pw_obj != Py_None) {
-        if (PyUnicode_Check(pw_obj)) {
-            pw = PyUnicode_AsUTF8AndSize(pw_obj, &pw_len);
-        } else if (PyBytes_Check(pw_obj)) {
-            pw = PyBytes_AS_STRING(pw_obj);
-            pw_len = PyBytes_GET_SIZE(pw_obj);
-        } else {
-            return PyErr_Format(PyExc_TypeError, "passphrase must be str or bytes, not %.100s",
-                                Py_TYPE(pw_obj)->tp_name);
-        }
-        if (pw == NULL)
-            return NULL;
-        if (pw_len == 0)
-            return PyErr_Format(PyExc_ValueError, "passphrase must not be empty");
+        return 0;
+    if (path_obj == Py_None) {
+        PyErr_SetString(PyExc_TypeError,
+                        "path: expected str, bytes or os.PathLike object, not NoneType");
+        return 0;
     }
-    if (!encrypted && (mk_obj != Py_None || pw_obj != Py_None))
-        return PyErr_Format(PyExc_ValueError, "a plain store (encrypted=False) takes no master key "
-                            "or passphrase");
-    if (encrypted && (mk_obj == Py_None) == (pw_obj == Py_None))
-        return PyErr_Format(PyExc_ValueError,
-                            "an encrypted store needs exactly one of master_key_file= or passphrase=");
-    if (!fspath(path_obj, &path) || !fspath(mk_obj, &mk))
-        goto fail;
-    if (mk != NULL && PyBytes_GET_SIZE(mk) == 0) {
-        PyErr_SetString(PyExc_ValueError, "master_key_file must name a file, not be empty");
-        goto fail;
+    if (!scrypt_arg(scrypt_obj, &scrypt_n)
+        || !pcb_store_options_arg(encrypted, keyenc, valenc, layout, cache, faithful, &a->opt)
+        || !passphrase_arg(pw_obj, &a->opt.passphrase, &a->opt.passphrase_len))
+        return 0;
+    if (!encrypted && (mk_obj != Py_None || pw_obj != Py_None)) {
+        PyErr_SetString(PyExc_ValueError, "a plain store (encrypted=False) takes no master key "
+                        "or passphrase");
+        return 0;
     }
-    memset(&opt, 0, sizeof opt);
-    opt.encrypted = encrypted;
-    opt.key_enc = (pcb_key_encryption)ke;
-    opt.value_enc = (pcb_value_encryption)ve;
-    opt.layout = (pcb_layout)lo;
-    opt.cache = cache;
-    opt.faithful = faithful;
-    opt.master_key_file = mk ? PyBytes_AS_STRING(mk) : NULL;
-    opt.passphrase = pw;
-    opt.passphrase_len = (size_t)pw_len;
-    opt.scrypt_n = scrypt_n;
-    pcb_store *store;
-    Py_BEGIN_ALLOW_THREADS
-    store = pcb_store_open(PyBytes_AS_STRING(path), &opt, &ms->cache, NULL, &st);
-    Py_END_ALLOW_THREADS
-    if (store == NULL) {
-        pcb_raise_status(ms, &st);
-        goto fail;
+    if (encrypted && (mk_obj == Py_None) == (pw_obj == Py_None)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "an encrypted store needs exactly one of master_key_file= or passphrase=");
+        return 0;
     }
+    if (!fspath(path_obj, &a->path) || !key_file_arg(mk_obj, &a->mk))
+        return 0;
+    a->opt.master_key_file = a->mk ? PyBytes_AS_STRING(a->mk) : NULL;
+    a->opt.scrypt_n = scrypt_n;
+    return 1;
+}
+
+/* A Store object owning the opened store (closed on failure). */
+static PyObject *store_wrap(PyTypeObject *type, pcb_store *store, PyObject *path)
+{
+    pcb_status st = {0};
     StoreObject *so = (StoreObject *)type->tp_alloc(type, 0);
     if (so == NULL) {
         pcb_store_close(store, &st);
-        goto fail;
+        return NULL;
     }
     so->store = store;
     so->path = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(path));
-    Py_XDECREF(path);
-    Py_XDECREF(mk);
     if (so->path == NULL) {
         Py_DECREF(so);
         return NULL;
     }
     return (PyObject *)so;
-fail:
-    Py_XDECREF(path);
-    Py_XDECREF(mk);
-    return NULL;
 }
+
+static PyObject *Store_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    module_state *ms = PyType_GetModuleState(type);
+    store_open_args a;
+    pcb_status st = {0};
+    pcb_store *store;
+    PyObject *result = NULL;
+
+    memset(&a, 0, sizeof a);
+    if (store_open_parse(args, kwargs, &a)) {
+        Py_BEGIN_ALLOW_THREADS
+        store = pcb_store_open(PyBytes_AS_STRING(a.path), &a.opt, &ms->cache, NULL, &st);
+        Py_END_ALLOW_THREADS
+        if (store == NULL)
+            pcb_raise_status(ms, &st);
+        else
+            result = store_wrap(type, store, a.path);
+    }
+    Py_XDECREF(a.path);
+    Py_XDECREF(a.mk);
+    return result;
+}
+
 
 /* Closes (waiting for other threads' calls to finish); 1 ok, 0 error set. */
 static int store_close(StoreObject *so)
@@ -437,9 +300,9 @@ static int Store_traverse(StoreObject *so, visitproc visit, void *arg)
     return 0;
 }
 
-static int name_arg(PyObject *obj, const char **s, Py_ssize_t *n)
+static int entry_name_arg(PyObject *obj, const char **s, Py_ssize_t *n)
 {
-    return utf8_of(obj, "a store entry name", s, n);
+    return pcb_str_arg(obj, "a store entry name", s, n);
 }
 
 /* Looks name up, its serialized value into out (initialised by the caller):
@@ -449,7 +312,7 @@ static int store_get_serialized(StoreObject *so, PyObject *name_obj, pcb_buf *ou
     const char *name;
     Py_ssize_t nl;
     pcb_status st = {0};
-    if (!name_arg(name_obj, &name, &nl))
+    if (!entry_name_arg(name_obj, &name, &nl))
         return 0;
     pcb_store *s = acquire(so);
     if (s == NULL)
@@ -468,7 +331,7 @@ static PyObject *Store_get_typed(StoreObject *so, PyObject *name_obj)
     PyObject *r = NULL;
     pcb_buf_init(&out);
     if (store_get_serialized(so, name_obj, &out, &found))
-        r = found ? deserialize_value((PyObject *)so, (const uint8_t *)out.data, out.len)
+        r = found ? pcb_py_value_typed(type_state((PyObject *)so), (const uint8_t *)out.data, out.len)
                   : Py_NewRef(Py_None);
     pcb_buf_free(&out);
     return r;
@@ -503,7 +366,7 @@ static PyObject *Store_get_as(StoreObject *so, PyObject *const *args, Py_ssize_t
         uint32_t type;
         if (!found)
             r = Py_NewRef(args[2]);
-        else if ((r = decode_value((PyObject *)so, (const uint8_t *)out.data, out.len, &type)) != NULL
+        else if ((r = pcb_py_value_decode(type_state((PyObject *)so), (const uint8_t *)out.data, out.len, &type)) != NULL
                  && want >= 0 && type != (uint32_t)want)
             Py_SETREF(r, Py_NewRef(args[2])); /* a type mismatch gives the default, as Android */
     }
@@ -517,7 +380,7 @@ static int Store_contains(StoreObject *so, PyObject *name_obj)
     Py_ssize_t nl;
     pcb_status st = {0};
     int found, ok;
-    if (!name_arg(name_obj, &name, &nl))
+    if (!entry_name_arg(name_obj, &name, &nl))
         return -1;
     pcb_store *s = acquire(so);
     if (s == NULL)
@@ -550,7 +413,7 @@ static int all_entry(void *arg, const char *name, size_t nl, const uint8_t *v, s
 {
     all_ctx *c = arg;
     PyObject *key = PyUnicode_DecodeUTF8(name, (Py_ssize_t)nl, "strict");
-    PyObject *tv = key ? deserialize_value((PyObject *)c->so, v, vl) : NULL;
+    PyObject *tv = key ? pcb_py_value_typed(type_state((PyObject *)c->so), v, vl) : NULL;
     int rc = tv == NULL || PyDict_SetItem(c->dict, key, PyTuple_GET_ITEM(tv, 1)) < 0;
     Py_XDECREF(key);
     Py_XDECREF(tv);
@@ -617,30 +480,8 @@ static PyObject *Store_rotate(StoreObject *so, PyObject *args, PyObject *kwargs)
     if (mk_obj != Py_None && pw_obj != Py_None)
         return PyErr_Format(PyExc_ValueError, "rotate takes at most one of master_key_file= and passphrase=");
     memset(&opt, 0, sizeof opt);
-    if (pw_obj != Py_None) {
-        Py_ssize_t n;
-        const char *pw = PyUnicode_Check(pw_obj) ? PyUnicode_AsUTF8AndSize(pw_obj, &n) : NULL;
-        if (pw == NULL && PyBytes_Check(pw_obj)) {
-            pw = PyBytes_AS_STRING(pw_obj);
-            n = PyBytes_GET_SIZE(pw_obj);
-        }
-        if (pw == NULL) {
-            if (!PyErr_Occurred())
-                PyErr_Format(PyExc_TypeError, "passphrase must be str or bytes, not %.100s",
-                             Py_TYPE(pw_obj)->tp_name);
-            return NULL;
-        }
-        if (n == 0)
-            return PyErr_Format(PyExc_ValueError, "passphrase must not be empty");
-        opt.passphrase = pw;
-        opt.passphrase_len = (size_t)n;
-    }
-    if (!fspath(mk_obj, &mk))
+    if (!passphrase_arg(pw_obj, &opt.passphrase, &opt.passphrase_len) || !key_file_arg(mk_obj, &mk))
         return NULL;
-    if (mk != NULL && PyBytes_GET_SIZE(mk) == 0) {
-        Py_DECREF(mk);
-        return PyErr_Format(PyExc_ValueError, "master_key_file must name a file, not be empty");
-    }
     opt.master_key_file = mk ? PyBytes_AS_STRING(mk) : NULL;
     opt.scrypt_n = scrypt_n;
     pcb_store *s = acquire(so);
@@ -791,13 +632,13 @@ static PyObject *editor_put(EditorObject *eo, PyObject *const *args, Py_ssize_t 
         return NULL;
     }
     PyObject *value = args[1];
-    if (!name_arg(args[0], &name, &nl))
+    if (!entry_name_arg(args[0], &name, &nl))
         return NULL;
     pcb_edit *e = editor_edit(eo);
     if (e == NULL)
         return NULL;
     pcb_buf_init(&b);
-    int ok = serialize_value(type, value, &b);
+    int ok = pcb_py_value_serialize(type, value, &b);
     if (ok) {
         eo->owner->users++;
         ok = pcb_edit_put(e, name, (size_t)nl, (const uint8_t *)b.data, b.len, &st);
@@ -827,7 +668,7 @@ static PyObject *Editor_remove(EditorObject *eo, PyObject *name_obj)
     const char *name;
     Py_ssize_t nl;
     pcb_status st = {0};
-    if (!name_arg(name_obj, &name, &nl))
+    if (!entry_name_arg(name_obj, &name, &nl))
         return NULL;
     pcb_edit *e = editor_edit(eo);
     if (e == NULL)
@@ -928,235 +769,14 @@ static PyType_Spec Editor_spec = {
     .slots = Editor_slots,
 };
 
-/* --------------------------------------------------------- store_bench */
-
-static const char *const value_type_names[] = {"string", "string_set", "int", "long", "float",
-                                               "bool", NULL};
-
-static int choose_n(const char *what, const char *value, const char *const *names, int *out)
-{
-    for (int i = 0; names[i]; i++)
-        if (strcmp(value, names[i]) == 0) {
-            *out = i;
-            return 1;
-        }
-    PyObject *list = PyList_New(0);
-    for (int i = 0; list && names[i]; i++) {
-        PyObject *x = PyUnicode_FromString(names[i]);
-        if (x == NULL || PyList_Append(list, x) < 0)
-            Py_CLEAR(list);
-        Py_XDECREF(x);
-    }
-    if (list) {
-        PyErr_Format(PyExc_ValueError, "%s must be one of %R, got '%s'", what, list, value);
-        Py_DECREF(list);
-    }
-    return 0;
-}
-
-static int size_arg(PyObject *obj, const char *what, long long lo, long long hi, size_t *out)
-{
-    long long v;
-    if (!pcb_int_arg(obj, what, lo, hi, &v))
-        return 0;
-    *out = (size_t)v;
-    return 1;
-}
-
-static PyObject *u64_list(const uint64_t *v, uint32_t n)
-{
-    PyObject *list = PyList_New(n);
-    for (uint32_t i = 0; list && i < n; i++) {
-        PyObject *x = PyLong_FromUnsignedLongLong(v[i]);
-        if (x == NULL) {
-            Py_CLEAR(list);
-            break;
-        }
-        PyList_SET_ITEM(list, i, x);
-    }
-    return list;
-}
-
-static PyObject *core_store_bench(PyObject *module, PyObject *args, PyObject *kwargs)
-{
-    static char *kwlist[] = {"workload", "directory", "n_keys", "key_len", "value_len", "value_type",
-                             "batch", "encrypted", "key_encryption", "value_encryption", "cache",
-                             "layout", "faithful", "passphrase", "stages", "min_time", "repeats",
-                             "warmup", "check_only", NULL};
-    module_state *ms = PyModule_GetState(module);
-    const char *workload, *value_type = "string", *keyenc = "siv", *valenc = "gcm",
-               *layout = "entries";
-    PyObject *dir_obj = Py_None, *n_keys_obj = NULL, *key_len_obj = NULL, *value_len_obj = NULL,
-             *batch_obj = NULL, *repeats_obj = NULL, *dir = NULL;
-    int encrypted = 1, cache = 0, faithful = 0, passphrase = 0, stages = 1, check_only = 0;
-    int wl, vt, ke, ve, lo;
-    double min_time = 0.05, warmup = -1.0;
-    pcb_store_bench_params p;
-    pcb_status st = {0};
-
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$OOOOsOpsspspppdOdp:store_bench", kwlist,
-                                     &workload, &dir_obj, &n_keys_obj, &key_len_obj,
-                                     &value_len_obj, &value_type, &batch_obj, &encrypted, &keyenc,
-                                     &valenc, &cache, &layout, &faithful, &passphrase, &stages,
-                                     &min_time, &repeats_obj, &warmup, &check_only))
-        return NULL;
-    memset(&p, 0, sizeof p);
-    p.n_keys = 1000;
-    p.key_len = 32;
-    p.value_len = 32;
-    p.batch = 1;
-    size_t repeats = 7;
-    if (!choose_n("workload", workload, pcb_workload_names, &wl)
-        || !choose_n("value_type", value_type, value_type_names, &vt)
-        || !choose_n("key_encryption", keyenc, keyenc_names, &ke)
-        || !choose_n("value_encryption", valenc, valenc_names, &ve)
-        || !choose_n("layout", layout, layout_names, &lo)
-        || (n_keys_obj && !size_arg(n_keys_obj, "n_keys", 1, 10000000, &p.n_keys))
-        || (key_len_obj && !size_arg(key_len_obj, "key_len", 1, 1 << 20, &p.key_len))
-        || (value_len_obj && !size_arg(value_len_obj, "value_len", 0, 1 << 24, &p.value_len))
-        || (batch_obj && !size_arg(batch_obj, "batch", 1, 1000000, &p.batch))
-        || (repeats_obj && !size_arg(repeats_obj, "repeats", 1, 100000, &repeats)))
-        return NULL;
-    if (!(min_time > 0.0 && min_time <= 60.0))
-        return PyErr_Format(PyExc_ValueError, "min_time must be in (0, 60] seconds");
-    if (warmup == -1.0)
-        warmup = min_time;
-    if (!(warmup >= 0.0 && warmup <= 60.0))
-        return PyErr_Format(PyExc_ValueError, "warmup must be in [0, 60] seconds");
-    if ((double)p.n_keys * (double)(p.key_len + p.value_len) > 4e9)
-        return PyErr_Format(PyExc_ValueError,
-                            "n_keys x (key_len + value_len) must stay under 4 GB of entries");
-    if (!encrypted && (wl == PCB_WL_ROTATE))
-        return PyErr_Format(PyExc_ValueError, "rotate needs an encrypted store");
-    if (!encrypted && passphrase)
-        return PyErr_Format(PyExc_ValueError, "a plain store has no passphrase");
-    if (check_only)
-        Py_RETURN_NONE;
-    if (dir_obj == Py_None)
-        return PyErr_Format(PyExc_TypeError, "store_bench needs directory= (an empty directory)");
-    if (!PyUnicode_FSConverter(dir_obj, &dir))
-        return NULL;
-    p.workload = (pcb_workload)wl;
-    p.value_type = (pcb_pref_type)vt;
-    p.dir = PyBytes_AS_STRING(dir);
-    p.opt.encrypted = encrypted;
-    p.opt.key_enc = (pcb_key_encryption)ke;
-    p.opt.value_enc = (pcb_value_encryption)ve;
-    p.opt.layout = (pcb_layout)lo;
-    p.opt.cache = cache;
-    p.opt.faithful = faithful;
-    p.opt.scrypt_n = 1u << 14;
-    p.use_passphrase = passphrase;
-    p.stages = stages;
-
-    uint64_t *elapsed = PyMem_Calloc(repeats, sizeof(uint64_t));
-    uint64_t *ticks = PyMem_Calloc(repeats, sizeof(uint64_t));
-    uint64_t *durable = PyMem_Calloc(repeats, sizeof(uint64_t));
-    PyObject *result = NULL;
-    if (elapsed == NULL || ticks == NULL || durable == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    pcb_timing_params tp = {(uint64_t)(min_time * 1e9), (uint64_t)(warmup * 1e9), (uint32_t)repeats};
-    pcb_timing_result tr = {0, 0, elapsed, ticks};
-    pcb_store_bench_extra extra;
-    memset(&extra, 0, sizeof extra);
-    extra.durable_ns = wl == PCB_WL_APPLY ? durable : NULL;
-    int ok;
-    Py_BEGIN_ALLOW_THREADS
-    ok = pcb_store_bench(&p, &ms->cache, &tp, &tr, &extra, &st);
-    Py_END_ALLOW_THREADS
-    if (!ok) {
-        pcb_raise_status(ms, &st);
-        goto done;
-    }
-    PyObject *stages_dict = Py_NewRef(Py_None);
-    if (extra.have_stages) {
-        Py_DECREF(stages_dict);
-        stages_dict = Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
-                                    "siv", extra.stage_ns[PCB_STAGE_SIV],
-                                    "nonce", extra.stage_ns[PCB_STAGE_NONCE],
-                                    "aead", extra.stage_ns[PCB_STAGE_AEAD],
-                                    "base64", extra.stage_ns[PCB_STAGE_BASE64],
-                                    "lookup", extra.stage_ns[PCB_STAGE_LOOKUP],
-                                    "io", extra.stage_ns[PCB_STAGE_IO],
-                                    "total", extra.stage_total_ns);
-    }
-    result = Py_BuildValue(
-        "{s:s,s:n,s:n,s:n,s:s,s:n,s:d,s:d,s:I,s:K,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:n}",
-        "workload", workload, "n_keys", (Py_ssize_t)p.n_keys, "key_len", (Py_ssize_t)p.key_len,
-        "value_len", (Py_ssize_t)p.value_len, "value_type", value_type,
-        "batch", (Py_ssize_t)p.batch, "min_time", min_time, "warmup", warmup,
-        "repeats", (unsigned)tr.repeats, "iterations", (unsigned long long)tr.iterations,
-        "elapsed_ns", u64_list(elapsed, tr.repeats), "tsc_ticks", u64_list(ticks, tr.repeats),
-        "durable_ns", wl == PCB_WL_APPLY ? u64_list(durable, tr.repeats) : Py_NewRef(Py_None),
-        "stages", stages_dict, "heap_bytes", (unsigned long long)extra.heap_bytes,
-        "disk_bytes", (unsigned long long)extra.disk_bytes, "entries",
-        (unsigned long long)extra.entries, "payload", (Py_ssize_t)extra.payload);
-done:
-    Py_XDECREF(dir);
-    PyMem_Free(elapsed);
-    PyMem_Free(ticks);
-    PyMem_Free(durable);
-    return result;
-}
-
-static PyMethodDef store_functions[] = {
-    {"store_bench", (PyCFunction)(void (*)(void))core_store_bench, METH_VARARGS | METH_KEYWORDS,
-     "store_bench(workload, *, directory=None, n_keys=1000, key_len=32, value_len=32,\n"
-     "            value_type='string', batch=1, encrypted=True, key_encryption='siv',\n"
-     "            value_encryption='gcm', cache=False, layout='entries', faithful=False,\n"
-     "            passphrase=False, stages=True, min_time=0.05, repeats=7, warmup=-1.0,\n"
-     "            check_only=False) -> dict | None\n\n"
-     "Time a store workload in C (GIL released) in an empty directory; raw samples.\n"
-     "Use pycipherbench.store.bench() for a Measurement."},
-    {NULL, NULL, 0, NULL},
-};
-
 /* ------------------------------------------------------------- module */
 
-PyDoc_STRVAR(StoreFormatError_doc,
-             "A store file that is not a valid SharedPreferences XML file for these options\n"
-             "(truncated, not XML, wrong element types). The file is left untouched.");
-PyDoc_STRVAR(ReservedNameError_doc,
-             "A read or write of one of ESP's reserved keyset names.");
-
-int pcb_store_py_exec(PyObject *module, module_state *ms)
+int pcb_store_types_exec(PyObject *module, module_state *ms)
 {
-    PyObject *bases = PyTuple_Pack(2, ms->CipherBenchError, PyExc_ValueError);
-    if (bases == NULL)
-        return -1;
-    ms->StoreFormatError = PyErr_NewExceptionWithDoc("pycipherbench.store.StoreFormatError",
-                                                     StoreFormatError_doc, bases, NULL);
-    ms->ReservedNameError = PyErr_NewExceptionWithDoc("pycipherbench.store.ReservedNameError",
-                                                      ReservedNameError_doc, bases, NULL);
-    Py_DECREF(bases);
-    if (ms->StoreFormatError == NULL || ms->ReservedNameError == NULL
-        || PyModule_AddObjectRef(module, "StoreFormatError", ms->StoreFormatError) < 0
-        || PyModule_AddObjectRef(module, "ReservedNameError", ms->ReservedNameError) < 0)
-        return -1;
     ms->StoreType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &Store_spec, NULL);
     ms->EditorType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &Editor_spec, NULL);
     if (ms->StoreType == NULL || ms->EditorType == NULL
-        || PyModule_AddType(module, ms->StoreType) < 0 || PyModule_AddType(module, ms->EditorType) < 0
-        || PyModule_AddFunctions(module, store_functions) < 0)
+        || PyModule_AddType(module, ms->StoreType) < 0 || PyModule_AddType(module, ms->EditorType) < 0)
         return -1;
     return 0;
-}
-
-int pcb_store_py_traverse(module_state *ms, visitproc visit, void *arg)
-{
-    Py_VISIT(ms->StoreFormatError);
-    Py_VISIT(ms->ReservedNameError);
-    Py_VISIT(ms->StoreType);
-    Py_VISIT(ms->EditorType);
-    return 0;
-}
-
-void pcb_store_py_clear(module_state *ms)
-{
-    Py_CLEAR(ms->StoreFormatError);
-    Py_CLEAR(ms->ReservedNameError);
-    Py_CLEAR(ms->StoreType);
-    Py_CLEAR(ms->EditorType);
 }

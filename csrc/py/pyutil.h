@@ -1,0 +1,68 @@
+/*
+ * py/pyutil.h — helpers every Python entry point of the glue shares.
+ *
+ * Owns: the one mapping of pcb_status classes to Python exceptions; the
+ * argument checks more than one entry point makes (exact ints and sizes in a
+ * range, a name chosen from a list, str as UTF-8, bytes-like buffers, the
+ * timing arguments min_time/warmup/repeats); the sample arrays of a timed run
+ * and uint64 arrays as lists. Messages name the argument (`what`) so that
+ * callers' errors read alike.
+ *
+ * Thread safety: call with the GIL held (they set Python exceptions or use
+ * PyMem). Units: min_time and warmup are seconds (double) and
+ * become ns in pcb_timing_params; sizes are bytes.
+ */
+#ifndef PCB_PY_PYUTIL_H
+#define PCB_PY_PYUTIL_H
+
+#include "py/module.h"
+
+#include <stdint.h>
+
+#include "common/status.h"
+#include "common/timing.h"
+
+/* Sets the Python exception for st (its class's type, its message; OSError
+ * with errno picks its subclass); returns NULL. */
+PyObject *pcb_raise_status(module_state *ms, const pcb_status *st);
+
+/* An exact int (bool excluded): 1 with *v and *overflow set (overflow: it
+ * does not fit a long long), 0 if obj is not an int (no exception set), -1
+ * with an exception set. The base of every int argument below and beside. */
+int pcb_exact_int(PyObject *obj, long long *v, int *overflow);
+
+/* An int argument in [lo, hi]: 1, or 0 with TypeError for non-ints (bool
+ * included) or ValueError outside the range, naming `what`. */
+int pcb_int_arg(PyObject *obj, const char *what, long long lo, long long hi, long long *out);
+/* pcb_int_arg into a size_t (lo >= 0). */
+int pcb_size_arg(PyObject *obj, const char *what, long long lo, long long hi, size_t *out);
+
+/* The index of value in the NULL-terminated names: 1, or 0 with ValueError
+ * "<what> must be one of [...], got '<value>'". */
+int pcb_name_arg(const char *what, const char *value, const char *const *names, int *out);
+
+/* A str as UTF-8 (*s lives as long as obj): 1, or 0 with TypeError
+ * "<what> must be a str, not T" or the encoder's error (lone surrogates). */
+int pcb_str_arg(PyObject *obj, const char *what, const char **s, Py_ssize_t *n);
+
+/* A bytes-like argument; None is accepted (view->obj stays NULL) if
+ * may_be_none. 1, or 0 with TypeError. Release the view in either case. */
+int pcb_buffer_arg(PyObject *obj, const char *what, int may_be_none, Py_buffer *view);
+
+/* The timing arguments measure() and store_bench() share: repeats (NULL: 7)
+ * in [1, 100000], min_time in (0, 60] s, warmup in [0, 60] s (-1: as long as
+ * min_time; *warmup gets the value used). Checked in that order; fills *tp.
+ * 1, or 0 with TypeError/ValueError. */
+int pcb_timing_args(PyObject *repeats_obj, double min_time, double *warmup,
+                    pcb_timing_params *tp);
+
+/* The zeroed per-sample arrays (elapsed_ns, tsc_ticks) of tp->repeats
+ * samples into *tr: 1, or 0 with MemoryError. pcb_samples_free frees them
+ * (safe on a zeroed or half-filled tr). */
+int pcb_samples_alloc(pcb_timing_result *tr, const pcb_timing_params *tp);
+void pcb_samples_free(pcb_timing_result *tr);
+
+/* A list of n Python ints; NULL with an exception set. */
+PyObject *pcb_u64_list(const uint64_t *v, uint32_t n);
+
+#endif /* PCB_PY_PYUTIL_H */
