@@ -19,6 +19,7 @@ expected and got.
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import os
@@ -30,6 +31,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
+import types
 from pathlib import Path
 
 import pytest
@@ -356,6 +358,10 @@ VALUES = [
     ("put_string_set", [("None", None), ("int", 5), ("float", 1.5)], TypeError, "iterable"),
     ("put_string_set", [("int-member", [1]), ("None-member", ["a", None]), ("bytes-member", [b"a"])], TypeError, "member must be a str"),
     ("put_string_set", [("surrogate-member", ["\udc80"])], UnicodeEncodeError, "surrogate"),
+    # A mapping iterates as its keys, all str: refused rather than silently storing the keys.
+    ("put_string_set", [("dict", {"a": 1}), ("dict-of-str", {"a": "b"}), ("empty-dict", {}),
+                        ("OrderedDict", collections.OrderedDict(a=1)),
+                        ("mappingproxy", types.MappingProxyType({"a": "b"}))], TypeError, "mapping"),
 ]
 for put, cases, exc, match in VALUES:
     for what, val in cases:

@@ -4,7 +4,7 @@
  * Owns: big-endian loads and stores (the TEA vectors' words, ESP's value
  * serialization, Tink's key ids) and little-endian ones (internal logs),
  * assembled byte by byte so there is no alignment or aliasing UB; the
- * compiler turns them into single moves. Header-only, no state.
+ * compiler turns them into single moves. Header-only, no state: thread-safe.
  */
 #ifndef PCB_COMMON_BYTES_H
 #define PCB_COMMON_BYTES_H

@@ -2,8 +2,9 @@
  * format/prefs_xml.h — Android SharedPreferences XML files: writing and strict parsing.
  *
  * Owns: the file syntax only (no crypto, no Python): the writer lives in
- * prefs_write.c, the parser in prefs_parse.c, their number text in prefs_text.c. The format is what
- * Android's XmlUtils.writeMapXml writes:
+ * prefs_write.c, the parser in prefs_parse.c, their number text in prefs_text.c.
+ * Thread-safe: no mutable global state. Offsets and lengths are bytes.
+ * The format is what Android's XmlUtils.writeMapXml writes:
  *
  *   <?xml version='1.0' encoding='utf-8' standalone='yes' ?>
  *   <map>
@@ -51,7 +52,6 @@
  * buffer that never exceeds the input size plus 256 bytes; the other working
  * memory (duplicate-name table, set member arrays) is O(input size). Buffers
  * that may hold file contents are wiped (OPENSSL_cleanse) before being freed.
- * Thread-safe: no mutable global state.
  */
 #ifndef PCB_FORMAT_PREFS_XML_H
 #define PCB_FORMAT_PREFS_XML_H

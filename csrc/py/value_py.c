@@ -59,6 +59,13 @@ static int put_string_set(PyObject *v, pcb_buf *b)
                         "put_string_set takes an iterable of str (a set), not a single string");
         return 0;
     }
+    /* A mapping iterates as its keys: storing those silently is not what was
+     * meant, so say which of its parts to pass. */
+    if (PyDict_Check(v) || PyObject_HasAttrString(v, "keys")) {
+        PyErr_Format(PyExc_TypeError, "put_string_set takes an iterable of str (a set), not a "
+                     "mapping (%.100s): pass set(d) or set(d.values())", Py_TYPE(v)->tp_name);
+        return 0;
+    }
     PyObject *seen = PySet_New(NULL), *it = seen ? PyObject_GetIter(v) : NULL, *item;
     if (it == NULL) {
         Py_XDECREF(seen);

@@ -5,6 +5,9 @@
  * per-workload operation loops handed to the timing engine (put, get,
  * get_missing, contains, all, commit, apply, open_cold, open_warm, rotate),
  * the stage breakdown of put and get, and the footprint per entry.
+ * Units: times in ns, sizes in bytes, lengths in characters. Thread safety:
+ * one benchmark owns its directory and store; run it without the GIL (it
+ * calls back into nothing Python).
  */
 #ifndef PCB_STORE_BENCH_H
 #define PCB_STORE_BENCH_H
