@@ -1,21 +1,63 @@
-"""Statistical tests on raw samples, built on :mod:`scipy.stats`.
+"""Statistics on raw samples and on per-round values, built on :mod:`scipy.stats`.
 
-Today: the two-sided Mann–Whitney U test that :meth:`Results.compare` uses to
-say whether one set of samples is faster than another.
+* :func:`mann_whitney_u`: the two-sided Mann–Whitney U test that
+  :meth:`Results.compare` uses to say whether one set of samples is faster
+  than another.
+* Per-round statistics. A measurement is R *rounds*; in each round every point
+  of a sweep takes one calibrated sample, in a freshly shuffled order, so the
+  i-th values of two points were measured a moment apart.
+
+  - :func:`median_ci` / :func:`median_ci_level`: a distribution-free interval
+    for the median and the coverage it actually attains.
+  - :func:`paired_ratio` -> :class:`Ratio`: the ratio of two points measured
+    in the same rounds (paired, so a slow period that hits both points of a
+    round cancels out).
+  - :func:`compare_rounds` -> :class:`RoundComparison`: the same point
+    measured in two different runs (unpaired), with a guard against the
+    dependence between consecutive rounds.
+  - :func:`instability_warnings`: sentences, in the spirit of
+    ``pyperf check``, saying why a number may not be trustworthy.
+
+No plotting, no I/O.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Sequence
-from typing import NamedTuple
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import stats as _scipy_stats  # type: ignore[import-untyped]  # no stubs
 
-__all__ = ["EXACT_LIMIT", "MannWhitney", "mann_whitney_u"]
+__all__ = [
+    "DEFAULT_CONFIDENCE", "EXACT_LIMIT", "MannWhitney", "Ratio", "mann_whitney_u", "median_ci",
+    "median_ci_level", "paired_ratio", "relative_iqr",
+]
 
 #: Largest n1*n2 for which the p-value is exact (the permutation distribution of U).
 EXACT_LIMIT = 2500
+
+#: Default coverage of the intervals.
+DEFAULT_CONFIDENCE = 0.95
+
+# Thresholds of instability_warnings.
+#: Relative IQR (IQR/median) of the rounds above which they "vary".
+SPREAD_LIMIT = 0.10
+#: Slowest/fastest round above which the rounds are "far apart".
+MAX_MIN_RATIO = 1.5
+#: Fraction of rounds that may be preempted (or off-CPU) before a warning.
+PREEMPTED_FRACTION = 0.10
+#: CPU time / wall time below which a round counts as off-CPU.
+CPU_WALL_MIN = 0.9
+#: A canary this much slower than its best marks a slow round.
+CANARY_SLOWDOWN = 0.10
+#: Relative half-width below which an interval is "too narrow to be true".
+MIN_CI_HALF_WIDTH = 0.005
+
+_Values = Sequence[float] | np.ndarray
 
 
 class MannWhitney(NamedTuple):
@@ -52,3 +94,168 @@ def mann_whitney_u(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndar
     res = _scipy_stats.mannwhitneyu(a, b, alternative="two-sided", use_continuity=True,
                                     method="exact" if exact else "asymptotic")
     return MannWhitney(float(res.statistic), float(res.pvalue), "exact" if exact else "normal")
+
+
+# --- input checks and formatting -------------------------------------------------------------
+
+def _values(values: _Values, func: str, name: str = "values", *, positive: bool = False) -> np.ndarray:
+    """``values`` as a 1-D float array; ValueError naming ``func`` and ``name`` unless usable."""
+    a = np.asarray(values, dtype=np.float64).ravel()
+    if a.size == 0:
+        raise ValueError(f"{func} needs at least one value in {name}, got none")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{func} needs finite numbers in {name}, got NaN or infinity")
+    if positive and not np.all(a > 0):
+        raise ValueError(f"{func} needs positive numbers in {name}, got {float(a.min())!r}")
+    return a
+
+
+def _check_confidence(confidence: float, func: str) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"{func} needs a confidence between 0 and 1 (exclusive), got {confidence!r}")
+
+
+def _pct(fraction: float) -> str:
+    """A fraction as a percentage with two significant digits or so: 0.123 -> '12%', 0.0123 -> '1.2%'."""
+    p = abs(fraction) * 100.0
+    if p == 0.0:
+        return "0%"
+    digits = 0 if p >= 9.95 else 1 if p >= 0.995 else 2
+    return f"{fraction * 100.0:.{digits}f}%"
+
+
+def _num(x: float) -> str:
+    """About three significant digits, no exponent for everyday sizes: 2.34, 23.4, 1234."""
+    if x == 0 or not math.isfinite(x) or abs(x) >= 100:
+        return f"{x:.0f}" if math.isfinite(x) else f"{x}"
+    return f"{x:.{max(0, 2 - math.floor(math.log10(abs(x))))}f}"
+
+
+def _ratio_strings(estimate: float, low: float, high: float) -> list[str]:
+    """A ratio and its interval with 2 decimals, or up to 4 when 2 would print different
+    values alike or an end of the interval that is not 1 as 1.00 (which would hide the verdict)."""
+    xs = (estimate, low, high)
+    for digits in (2, 3, 4):
+        out = [f"{x:.{digits}f}" for x in xs]
+        one = f"{1.0:.{digits}f}"
+        if (len(set(out)) == len(set(xs))
+                and all(s != one or x == 1.0 for s, x in zip(out[1:], xs[1:]))):
+            break
+    return out
+
+
+# --- the median and its interval -------------------------------------------------------------
+
+@functools.lru_cache(maxsize=256)
+def _median_ci_rank(n: int, confidence: float) -> int:
+    """Largest k with 1 - 2 P(Bin(n, 1/2) <= k-1) >= confidence, or 1 when none reaches it."""
+    ks = np.arange(1, (n + 1) // 2 + 1)
+    coverage = 1.0 - 2.0 * _scipy_stats.binom.cdf(ks - 1, n, 0.5)
+    reached = ks[coverage >= confidence - 1e-12]  # coverage falls as k grows
+    return int(reached[-1]) if reached.size else 1
+
+
+def median_ci_level(n: int, confidence: float = DEFAULT_CONFIDENCE) -> float:
+    """Coverage actually attained by :func:`median_ci` on ``n`` values.
+
+    At least ``confidence`` when n is large enough (n >= 6 at 95%); below that
+    it is the coverage of (min, max), 1 - 2**(1-n): 0.9375 for n = 5, 0 for n = 1.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"median_ci_level needs a whole number of values n >= 1, got {n!r}")
+    _check_confidence(confidence, "median_ci_level")
+    k = _median_ci_rank(int(n), confidence)
+    return float(1.0 - 2.0 * _scipy_stats.binom.cdf(k - 1, int(n), 0.5))
+
+
+def median_ci(values: _Values, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
+    """Distribution-free interval for the median from order statistics.
+
+    With the values sorted, x(1) <= ... <= x(n), the interval is
+    [x(k), x(n+1-k)] for the largest k whose coverage
+    1 - 2 P(Bin(n, 1/2) <= k-1) is at least ``confidence``; it needs only
+    independent values from a continuous distribution, nothing about its shape.
+    For n = 10 at 95% that is [x(2), x(9)], coverage 0.9785. When n is too small
+    to reach ``confidence`` (n < 6 at 95%) it is (min, max) and covers less:
+    :func:`median_ci_level` says how much.
+    """
+    _check_confidence(confidence, "median_ci")
+    a = np.sort(_values(values, "median_ci"))
+    k = _median_ci_rank(a.size, confidence)
+    return float(a[k - 1]), float(a[a.size - k])
+
+
+def relative_iqr(values: _Values) -> float:
+    """Round-to-round spread: interquartile range over median (linear-interpolated quartiles).
+
+    0 for a single value. Needs finite values with a positive median.
+    """
+    a = _values(values, "relative_iqr")
+    q1, med, q3 = np.percentile(a, [25.0, 50.0, 75.0])
+    if not med > 0:
+        raise ValueError(f"relative_iqr needs values with a positive median, got {float(med)!r}")
+    return float((q3 - q1) / med)
+
+
+# --- paired ratio: two points measured in the same rounds ------------------------------------
+
+@dataclass(frozen=True)
+class Ratio:
+    """Ratio of two points measured in the same rounds, from :func:`paired_ratio`.
+
+    ``estimate`` with the interval [``low``, ``high``] whose coverage is
+    ``level`` (attained, from :func:`median_ci_level`); ``significant`` when
+    the interval excludes 1 at the requested confidence; ``n`` rounds;
+    ``params``: the other parameters of the matched pair (may be empty).
+    ``float(ratio)`` is the estimate.
+    """
+
+    estimate: float
+    low: float
+    high: float
+    significant: bool
+    n: int
+    level: float
+    params: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    def __float__(self) -> float:
+        return self.estimate
+
+    def __str__(self) -> str:
+        est, low, high = _ratio_strings(self.estimate, self.low, self.high)
+        rounds = f"{self.n} round{'s' if self.n != 1 else ''}"
+        level = f", {_pct(self.level)} interval" if self.level < DEFAULT_CONFIDENCE else ""
+        verdict = "significant" if self.significant else "not significant"
+        return f"{est}x [{low}, {high}] ({rounds}{level}, {verdict})"
+
+
+def paired_ratio(numerator: _Values, denominator: _Values, confidence: float = DEFAULT_CONFIDENCE,
+                 params: dict[str, Any] | None = None) -> Ratio:
+    """numerator/denominator from per-round values measured in the same rounds.
+
+    Round i of both sequences must come from the same round (equal lengths,
+    positive finite values). The statistics run on the per-round log ratios
+    log(numerator_i / denominator_i): a slow period that slows both points of
+    a round by the same factor cancels out of them, which is why this is
+    paired. ``estimate`` = exp(median of the log ratios), the interval is exp
+    of :func:`median_ci` of the log ratios, and ``significant`` means the
+    interval excludes 1 strictly *and* attains ``confidence``: with fewer
+    than 6 rounds at 95% the interval is only (min, max), whose coverage
+    (``level``, e.g. 0.9375 for 5 rounds) falls short, so nothing is
+    significant. The rounds are taken as independent; dependence between
+    consecutive rounds that does not cancel in the ratio makes the interval
+    too narrow.
+    """
+    _check_confidence(confidence, "paired_ratio")
+    num = _values(numerator, "paired_ratio", "numerator", positive=True)
+    den = _values(denominator, "paired_ratio", "denominator", positive=True)
+    if num.size != den.size:
+        raise ValueError(f"paired_ratio needs numerator and denominator from the same rounds "
+                         f"(equal lengths), got {num.size} and {den.size} values")
+    logs = np.log(num) - np.log(den)
+    lo, hi = median_ci(logs, confidence)
+    level = median_ci_level(logs.size, confidence)
+    low, high = math.exp(lo), math.exp(hi)
+    significant = (low > 1.0 or high < 1.0) and level >= confidence - 1e-12
+    return Ratio(math.exp(float(np.median(logs))), low, high, bool(significant), int(logs.size),
+                 level, dict(params or {}))
