@@ -33,8 +33,9 @@ import numpy as np
 from scipy import stats as _scipy_stats  # type: ignore[import-untyped]  # no stubs
 
 __all__ = [
-    "DEFAULT_CONFIDENCE", "EXACT_LIMIT", "MannWhitney", "Ratio", "mann_whitney_u", "median_ci",
-    "median_ci_level", "paired_ratio", "relative_iqr",
+    "DEFAULT_CONFIDENCE", "EXACT_LIMIT", "MIN_VERDICT_ROUNDS", "MannWhitney", "Ratio", "RoundComparison",
+    "compare_rounds", "mann_whitney_u", "median_ci", "median_ci_level", "paired_ratio",
+    "relative_iqr",
 ]
 
 #: Largest n1*n2 for which the p-value is exact (the permutation distribution of U).
@@ -56,6 +57,10 @@ CPU_WALL_MIN = 0.9
 CANARY_SLOWDOWN = 0.10
 #: Relative half-width below which an interval is "too narrow to be true".
 MIN_CI_HALF_WIDTH = 0.005
+
+#: Fewest rounds a side for a verdict of compare_rounds: in shorter runs one slow period
+#: can cover a third of the rounds, beyond what its guard allows for.
+MIN_VERDICT_ROUNDS = 8
 
 _Values = Sequence[float] | np.ndarray
 
@@ -259,3 +264,140 @@ def paired_ratio(numerator: _Values, denominator: _Values, confidence: float = D
     significant = (low > 1.0 or high < 1.0) and level >= confidence - 1e-12
     return Ratio(math.exp(float(np.median(logs))), low, high, bool(significant), int(logs.size),
                  level, dict(params or {}))
+
+
+# --- the same point in two runs ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RoundComparison:
+    """The same point measured in two runs, from :func:`compare_rounds`.
+
+    ``ratio`` = median(b) / median(a), in [``low``, ``high``] (coverage at
+    least ``level`` for independent rounds); ``p_value``: two-sided
+    Mann–Whitney U over the per-round values; ``spread``: the larger of the
+    two runs' relative IQRs, the margin the interval must clear;
+    ``significant``: the verdict, or None when ``n_a`` vs ``n_b`` rounds are
+    too few for any (``note`` says why; it also explains a "no" that p alone
+    would have called a "yes").
+    """
+
+    ratio: float
+    low: float
+    high: float
+    p_value: float
+    significant: bool | None
+    note: str
+    n_a: int
+    n_b: int
+    spread: float
+    level: float
+
+    def __float__(self) -> float:
+        return self.ratio
+
+    def __str__(self) -> str:
+        est, low, high = _ratio_strings(self.ratio, self.low, self.high)
+        verdict = ("no verdict" if self.significant is None
+                   else "significant" if self.significant else "not significant")
+        return f"{est}x [{low}, {high}] ({self.n_a} vs {self.n_b} rounds, p = {self.p_value:.2g}, {verdict})"
+
+
+def _smallest_p(n1: int, n2: int) -> float:
+    """Smallest two-sided p :func:`mann_whitney_u` can give for n1 vs n2 values (no ties)."""
+    if n1 * n2 <= EXACT_LIMIT:
+        return min(1.0, 2.0 / math.comb(n1 + n2, n1))
+    return mann_whitney_u(np.arange(n1), np.arange(n1, n1 + n2)).p_value
+
+
+def _rounds_needed(alpha: float) -> int:
+    """Fewest rounds a side (equal) for which :func:`mann_whitney_u` can reach p < alpha."""
+    n = 1
+    while _smallest_p(n, n) >= alpha:
+        n += 1
+    return n
+
+
+def compare_rounds(a: _Values, b: _Values, alpha: float = 0.05) -> RoundComparison:
+    """Compare the per-round values of the same point from two different runs (unpaired).
+
+    ``ratio`` is median(b) / median(a). Its interval multiplies two
+    :func:`median_ci` at confidence sqrt(1 - alpha) each:
+    [low_b / high_a, high_b / low_a]. Independent runs make the joint
+    coverage at least (sqrt(1 - alpha))**2 = 1 - alpha, distribution-free
+    (``level`` is the product of the attained levels, lower with fewer than 7
+    rounds a side at alpha = 0.05). ``p_value`` is the two-sided
+    :func:`mann_whitney_u` over the rounds.
+
+    **The guard.** Rounds within one run are not independent: a slow period
+    lasting seconds shifts several consecutive rounds, so both the p-value
+    and the interval are too optimistic, and a plain Mann–Whitney test over
+    rounds calls A/A differences significant several times more often than
+    alpha. A difference is therefore called significant only when
+    p < alpha *and* the interval clears 1 by more than ``spread``, the larger
+    of the two runs' relative IQR (IQR/median): low > 1 + spread or
+    high < 1 / (1 + spread). Rationale: if a slow period disturbs at most a
+    third of a run's rounds, it can move that run's median at most to a
+    quartile of the undisturbed rounds, i.e. about half an IQR; two runs
+    disturbed in opposite directions move the ratio by up to one IQR. So a
+    difference smaller than the runs' own round-to-round spread is never
+    called, however many rounds there are. In simulated A/A comparisons
+    (10 rounds, autocorrelated slow periods lasting a few rounds) this keeps
+    false positives at about 2% for alpha = 0.05, where the plain test is at
+    20–45% (see tests/test_stats.py). The price: a difference smaller than
+    the rounds' spread plus the interval is not called, and more rounds
+    narrow the interval but not the spread.
+
+    What no per-round statistic can see: drift slower than a run (a whole run
+    slower, or a slow period covering most of its rounds) leaves the rounds
+    tight and moves the median. Short runs are most exposed; the canary of
+    :func:`instability_warnings` is the check for it, and two variants that
+    must be compared are better measured in the same rounds
+    (:func:`paired_ratio`).
+
+    ``significant`` is None, with a ``note`` saying why, when even perfectly
+    separated rounds could not reach p < alpha (3 vs 3 rounds: the smallest p
+    is 0.1), and when either run has fewer than :data:`MIN_VERDICT_ROUNDS`
+    rounds: there one slow period easily covers a third of a run, and
+    simulated A/A false positives exceed alpha (about 0.1 at 5 or 6 rounds).
+    Values must be positive and finite.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"compare_rounds needs alpha between 0 and 1 (exclusive), got {alpha!r}")
+    xa = _values(a, "compare_rounds", "a", positive=True)
+    xb = _values(b, "compare_rounds", "b", positive=True)
+    na, nb = int(xa.size), int(xb.size)
+    ratio = float(np.median(xb) / np.median(xa))
+    confidence = math.sqrt(1.0 - alpha)
+    low_a, high_a = median_ci(xa, confidence)
+    low_b, high_b = median_ci(xb, confidence)
+    low, high = low_b / high_a, high_b / low_a
+    level = median_ci_level(na, confidence) * median_ci_level(nb, confidence)
+    p = mann_whitney_u(xa, xb).p_value
+    spread = max(relative_iqr(xa), relative_iqr(xb))
+
+    significant: bool | None
+    smallest = _smallest_p(na, nb)
+    if smallest >= alpha:
+        significant = None
+        note = (f"{na} vs {nb} rounds cannot give p < {alpha:g} (the smallest possible p is "
+                f"{smallest:.2g}); take at least {max(_rounds_needed(alpha), MIN_VERDICT_ROUNDS)} "
+                f"rounds a side")
+    elif min(na, nb) < MIN_VERDICT_ROUNDS:
+        significant = None
+        note = (f"{min(na, nb)} rounds in a run are too few for a verdict: a single slow period "
+                f"can cover a third of them and move the median unseen; take at least "
+                f"{MIN_VERDICT_ROUNDS} rounds a side")
+    elif p >= alpha:
+        significant, note = False, ""
+    elif low > 1.0 + spread or high < 1.0 / (1.0 + spread):
+        significant, note = True, ""
+    elif low <= 1.0 <= high:
+        significant = False
+        note = (f"p = {p:.2g}, but the interval includes 1; consecutive rounds are not "
+                f"independent, so p alone overstates the evidence")
+    else:
+        significant = False
+        note = (f"p = {p:.2g}, but the interval does not clear the runs' own round-to-round "
+                f"spread (IQR/median up to {_pct(spread)}), which is how far a slow period in "
+                f"one run can move its median")
+    return RoundComparison(ratio, low, high, p, significant, note, na, nb, spread, level)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -199,3 +200,144 @@ def test_paired_ratio_bad_input() -> None:
         paired_ratio([-1.0, 2.0], [1.0, 1.0])
     with pytest.raises(ValueError, match="finite"):
         paired_ratio([1.0, float("nan")], [1.0, 1.0])
+
+
+# --- compare_rounds ---------------------------------------------------------------------------
+
+def test_compare_rounds_exact() -> None:
+    from pycipherbench.stats import RoundComparison, compare_rounds
+    a = [100.0, 104.0, 98.0, 101.0, 99.0, 103.0, 97.0, 102.0, 100.5, 99.5]
+    b = [x * 1.5 for x in a]
+    c = compare_rounds(a, b)
+    assert isinstance(c, RoundComparison)
+    assert c.ratio == pytest.approx(1.5) and float(c) == c.ratio
+    # Each median interval at sqrt(0.95) = 0.9747 with 10 rounds: 2nd and 9th order statistics.
+    # a sorted: 97 98 99 99.5 100 100.5 101 102 103 104 -> [98, 103]; b = 1.5 a -> [147, 154.5].
+    assert (c.low, c.high) == (pytest.approx(147 / 103), pytest.approx(154.5 / 98))
+    assert c.level == pytest.approx(0.978515625 ** 2)
+    assert c.p_value == pytest.approx(2 / math.comb(20, 10))  # completely separated
+    # Relative IQR of a (linear quartiles 99.125, 101.75 around 100.25), the same for b.
+    assert c.spread == pytest.approx((101.75 - 99.125) / 100.25)
+    assert (c.significant, c.note, c.n_a, c.n_b) == (True, "", 10, 10)
+    assert str(c) == "1.50x [1.43, 1.58] (10 vs 10 rounds, p = 1.1e-05, significant)"
+
+
+def test_compare_rounds_is_symmetric() -> None:
+    from pycipherbench.stats import compare_rounds
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        a = 1000 * np.exp(rng.normal(0, 0.05, 12))
+        b = 1000 * rng.choice([1.0, 1.1, 1.3]) * np.exp(rng.normal(0, 0.05, 10))
+        ab, ba = compare_rounds(a, b), compare_rounds(b, a)
+        assert ab.ratio == pytest.approx(1 / ba.ratio)
+        assert (ab.low, ab.high) == (pytest.approx(1 / ba.high), pytest.approx(1 / ba.low))
+        assert ab.p_value == pytest.approx(ba.p_value) and ab.significant == ba.significant
+        assert ab.low <= ab.ratio <= ab.high
+
+
+def test_compare_rounds_too_few_rounds_gives_no_verdict() -> None:
+    from pycipherbench.stats import MIN_VERDICT_ROUNDS, compare_rounds
+    c = compare_rounds([1.0, 1.1, 1.2], [5.0, 5.1, 5.2])
+    assert c.significant is None and c.p_value == pytest.approx(0.1)
+    assert "3 vs 3 rounds cannot give p < 0.05" in c.note and "smallest possible p is 0.1" in c.note
+    assert str(c).endswith("(3 vs 3 rounds, p = 0.1, no verdict)")
+    # 4 vs 4 could reach p = 2/70, but one slow period can cover a third of a 4-round run.
+    c = compare_rounds([1.0, 1.1, 1.2, 1.3], [5.0, 5.1, 5.2, 5.3])
+    assert c.p_value == pytest.approx(2 / 70) and c.significant is None
+    assert f"at least {MIN_VERDICT_ROUNDS} rounds" in c.note
+    # At alpha = 1e-5 even 8 vs 8 cannot (smallest p = 2/12870).
+    eight = [1.0 + i / 100 for i in range(8)]
+    c = compare_rounds(eight, [5 * x for x in eight], alpha=1e-5)
+    assert c.significant is None and "cannot give p < 1e-05" in c.note and "at least 11 rounds" in c.note
+    assert compare_rounds(eight, [5 * x for x in eight]).significant is True
+
+
+def test_compare_rounds_guard_explains_a_no_that_p_alone_would_call_a_yes() -> None:
+    from pycipherbench.stats import compare_rounds
+    # Completely separated runs (p = 2/C(24, 12)), 12% apart, but each run's rounds spread
+    # over 11%: a = 100..111, b = 113..124. Interval: b(2)/a(11) = 114/110 = 1.036 clears 1
+    # but not 1 + spread = 1 + (108.25 - 102.75)/105.5 = 1.052.
+    a = [100.0 + i for i in range(12)]
+    b = [113.0 + i for i in range(12)]
+    c = compare_rounds(a, b)
+    assert c.p_value == pytest.approx(2 / math.comb(24, 12)) and c.significant is False
+    assert c.low == pytest.approx(114 / 110) and c.spread == pytest.approx(5.5 / 105.5)
+    assert c.note == (f"p = {c.p_value:.2g}, but the interval does not clear the runs' own "
+                      "round-to-round spread (IQR/median up to 5.2%), which is how far a slow "
+                      "period in one run can move its median")
+    # p < alpha but the interval includes 1: a different reason.
+    a = [100.0, 96.0, 104.0, 98.0, 102.0, 97.0, 103.0, 99.0, 101.0, 100.0, 95.0, 105.0]
+    b = [x * 1.03 + 1.0 for x in a[:6]] + [x * 1.06 for x in a[6:]]
+    c = compare_rounds(a, b)
+    assert c.p_value < 0.05 and c.low < 1 < c.high and c.significant is False
+    assert "the interval includes 1" in c.note
+    # Equal runs: plainly not significant, no note.
+    same = compare_rounds(a, a)
+    assert (same.ratio, same.p_value, same.significant, same.note) == (1.0, 1.0, False, "")
+
+
+def test_compare_rounds_bad_input() -> None:
+    from pycipherbench.stats import compare_rounds
+    with pytest.raises(ValueError, match="at least one value in a"):
+        compare_rounds([], [1.0])
+    with pytest.raises(ValueError, match="at least one value in b"):
+        compare_rounds([1.0], [])
+    with pytest.raises(ValueError, match="finite"):
+        compare_rounds([1.0, float("nan")], [1.0, 2.0])
+    with pytest.raises(ValueError, match="positive numbers in b"):
+        compare_rounds([1.0, 2.0], [1.0, -2.0])
+    with pytest.raises(ValueError, match="alpha"):
+        compare_rounds([1.0, 2.0], [1.0, 2.0], alpha=0.0)
+
+
+# Simulated runs on a noisy machine. Every round of a run carries a slow-period factor shared
+# by consecutive rounds and independent between runs, times per-round jitter.
+
+def _markov_run(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Slow periods entered with probability 0.1 per round, lasting 3 rounds on average
+    (geometric), each 15% +- 5% slower (about a quarter of the rounds are slow); 3% jitter."""
+    log_slow = np.zeros(n)
+    slow = rng.random() < 0.3 / 1.3  # start in the stationary state
+    level = rng.normal(math.log(1.15), 0.05)
+    for t in range(n):
+        if not slow and rng.random() < 0.1:
+            slow, level = True, rng.normal(math.log(1.15), 0.05)
+        if slow:
+            log_slow[t] = level
+            slow = rng.random() >= 1 / 3
+    return np.exp(log_slow + rng.normal(0.0, 0.03, n))
+
+
+def _ar_run(rng: np.random.Generator, n: int) -> np.ndarray:
+    """log-AR(1) drift, lag-1 correlation 0.8, 5% marginal sd; 2% jitter."""
+    x = np.empty(n)
+    x[0] = rng.normal(0.0, 0.05)
+    for t in range(1, n):
+        x[t] = 0.8 * x[t - 1] + rng.normal(0.0, 0.05 * math.sqrt(1 - 0.8 ** 2))
+    return np.exp(x + rng.normal(0.0, 0.02, n))
+
+
+@pytest.mark.parametrize("run, trials", [(_markov_run, 2000), (_ar_run, 1000)])
+def test_compare_rounds_ab_false_positive_rate_at_most_alpha(run: Any, trials: int) -> None:
+    from pycipherbench.stats import compare_rounds
+    rng = np.random.default_rng(20240601)
+    called = plain = 0
+    for _ in range(trials):
+        c = compare_rounds(1000.0 * run(rng, 10), 1000.0 * run(rng, 10))
+        called += c.significant is True
+        plain += c.p_value < 0.05
+    # The setting is one where a plain Mann-Whitney test over rounds over-rejects badly
+    # (observed: 20% and 44%) ...
+    assert plain / trials > 0.15
+    # ... and the guard stays within alpha (observed: 2.4% and 1.8%); slack: 2 binomial sd.
+    assert called / trials <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / trials)
+
+
+@pytest.mark.parametrize("run, power", [(_markov_run, 0.5), (_ar_run, 0.9)])
+def test_compare_rounds_detects_a_real_1_3x_with_10_rounds(run: Any, power: float) -> None:
+    from pycipherbench.stats import compare_rounds
+    rng = np.random.default_rng(99)
+    trials = 500
+    hits = sum(compare_rounds(1000.0 * run(rng, 10), 1300.0 * run(rng, 10)).significant is True
+               for _ in range(trials))
+    assert hits / trials >= power  # observed: 0.70 and 0.96
