@@ -33,9 +33,10 @@ import numpy as np
 from scipy import stats as _scipy_stats  # type: ignore[import-untyped]  # no stubs
 
 __all__ = [
-    "DEFAULT_CONFIDENCE", "EXACT_LIMIT", "MIN_VERDICT_ROUNDS", "MannWhitney", "Ratio", "RoundComparison",
-    "compare_rounds", "mann_whitney_u", "median_ci", "median_ci_level", "paired_ratio",
-    "relative_iqr",
+    "CANARY_SLOWDOWN", "CPU_WALL_MIN", "DEFAULT_CONFIDENCE", "EXACT_LIMIT", "MAX_MIN_RATIO",
+    "MIN_CI_HALF_WIDTH", "MIN_VERDICT_ROUNDS", "MannWhitney", "PREEMPTED_FRACTION", "Ratio",
+    "RoundComparison", "SPREAD_LIMIT", "compare_rounds", "instability_warnings", "mann_whitney_u",
+    "median_ci", "median_ci_level", "paired_ratio", "relative_iqr",
 ]
 
 #: Largest n1*n2 for which the p-value is exact (the permutation distribution of U).
@@ -121,12 +122,14 @@ def _check_confidence(confidence: float, func: str) -> None:
 
 
 def _pct(fraction: float) -> str:
-    """A fraction as a percentage with two significant digits or so: 0.123 -> '12%', 0.0123 -> '1.2%'."""
+    """A fraction as a percentage with about two significant digits: 0.123 -> '12%', 0.0123 -> '1.2%',
+    0.005 -> '0.5%'."""
     p = abs(fraction) * 100.0
-    if p == 0.0:
-        return "0%"
-    digits = 0 if p >= 9.95 else 1 if p >= 0.995 else 2
-    return f"{fraction * 100.0:.{digits}f}%"
+    if p >= 9.95 or p == 0.0:
+        return f"{fraction * 100.0:.0f}%"
+    if p >= 0.995:
+        return f"{fraction * 100.0:.1f}%"
+    return f"{fraction * 100.0:.2g}%"
 
 
 def _num(x: float) -> str:
@@ -401,3 +404,116 @@ def compare_rounds(a: _Values, b: _Values, alpha: float = 0.05) -> RoundComparis
                 f"spread (IQR/median up to {_pct(spread)}), which is how far a slow period in "
                 f"one run can move its median")
     return RoundComparison(ratio, low, high, p, significant, note, na, nb, spread, level)
+
+
+# --- instability warnings ---------------------------------------------------------------------
+
+def _per_round(values: _Values | None, name: str, n: int, *, positive: bool = False) -> np.ndarray | None:
+    """Optional per-round values checked like rounds_ns, and of the same length."""
+    if values is None:
+        return None
+    a = _values(values, "instability_warnings", name, positive=positive)
+    if a.size != n:
+        raise ValueError(f"instability_warnings needs one value of {name} per round: "
+                         f"{n} rounds, got {a.size}")
+    return a
+
+
+def _rounds_of(k: int, n: int) -> str:
+    return f"{k} of {n} round{'s' if n != 1 else ''}"
+
+
+def instability_warnings(*, rounds_ns: _Values, cpu_ns: _Values | None = None,
+                         wall_ns: _Values | None = None, nivcsw: _Values | None = None,
+                         canary_ns: _Values | None = None, canary_best_ns: float | None = None,
+                         loadavg: float | Sequence[float] | None = None, cores: int | None = None,
+                         ci: tuple[float, float] | None = None) -> list[str]:
+    """Sentences saying why a measurement may not be trustworthy; empty when it looks stable.
+
+    In the spirit of ``pyperf check``. ``rounds_ns``: the per-round values of
+    one point; the optional per-round ``cpu_ns``/``wall_ns`` (thread CPU time
+    and wall time of the round, given together), ``nivcsw`` (involuntary
+    context switches) and ``canary_ns`` (a fixed dependent-add chain timed
+    beside the kernel) must have one value per round. ``canary_best_ns`` is
+    the best canary seen in this process (default: the best of these
+    rounds); ``loadavg`` the 1-minute load average (or ``os.getloadavg()``,
+    whose first value is used), judged only together with ``cores``; ``ci``
+    an interval (low, high) reported for this point. Warnings, with the
+    thresholds of the module constants:
+
+    * the rounds' relative IQR is above :data:`SPREAD_LIMIT` (10%);
+    * the slowest round over the fastest is above :data:`MAX_MIN_RATIO` (1.5);
+    * the load average is at least the number of cores;
+    * more than :data:`PREEMPTED_FRACTION` (10%) of the rounds had
+      involuntary context switches, or CPU/wall time below
+      :data:`CPU_WALL_MIN` (0.9: the thread was off the CPU);
+    * the canary ran more than :data:`CANARY_SLOWDOWN` (10%) slower than its
+      best in some rounds;
+    * ``ci``'s relative half-width, (high - low) / (high + low), is below the
+      canary's relative IQR or :data:`MIN_CI_HALF_WIDTH` (0.5%): an interval
+      that narrow likely understates how much the machine drifts between runs.
+    """
+    rounds = _values(rounds_ns, "instability_warnings", "rounds_ns", positive=True)
+    n = int(rounds.size)
+    cpu = _per_round(cpu_ns, "cpu_ns", n)
+    wall = _per_round(wall_ns, "wall_ns", n, positive=True)
+    if (cpu is None) != (wall is None):
+        raise ValueError("instability_warnings needs cpu_ns and wall_ns together (or neither)")
+    switches = _per_round(nivcsw, "nivcsw", n)
+    canary = _per_round(canary_ns, "canary_ns", n, positive=True)
+    out: list[str] = []
+
+    spread = relative_iqr(rounds)
+    if spread > SPREAD_LIMIT:
+        out.append(f"The rounds vary by {_pct(spread)} (IQR/median); more rounds or a quieter "
+                   f"machine give a tighter number.")
+    max_min = float(rounds.max() / rounds.min())
+    if max_min > MAX_MIN_RATIO:
+        out.append(f"The slowest round took {_num(max_min)}x as long as the fastest: something "
+                   f"else ran on this machine during some rounds.")
+
+    if loadavg is not None and cores is not None:
+        load = float(np.ravel(loadavg)[0])
+        if not math.isfinite(load) or load < 0 or cores < 1:
+            raise ValueError(f"instability_warnings needs a load average >= 0 and cores >= 1, "
+                             f"got {loadavg!r} and {cores!r}")
+        if load >= cores:
+            out.append(f"The 1-minute load average is {_num(load)} on {cores} "
+                       f"core{'s' if cores != 1 else ''}: other processes compete with the "
+                       f"benchmark for the CPU.")
+
+    if switches is not None:
+        if np.any(switches < 0):
+            raise ValueError("instability_warnings needs nivcsw counts >= 0")
+        k = int(np.count_nonzero(switches > 0))
+        if k > PREEMPTED_FRACTION * n:
+            out.append(f"The thread was preempted (involuntary context switches) in "
+                       f"{_rounds_of(k, n)}: another process or the kernel took its core.")
+    if cpu is not None and wall is not None:
+        k = int(np.count_nonzero(cpu / wall < CPU_WALL_MIN))
+        if k > PREEMPTED_FRACTION * n:
+            out.append(f"The thread was off the CPU for more than {_pct(1 - CPU_WALL_MIN)} of the "
+                       f"time (CPU time / wall time below {CPU_WALL_MIN:g}) in {_rounds_of(k, n)}.")
+
+    if canary is not None:
+        if canary_best_ns is not None and not (math.isfinite(canary_best_ns) and canary_best_ns > 0):
+            raise ValueError(f"instability_warnings needs a positive canary_best_ns, got {canary_best_ns!r}")
+        best = float(canary.min()) if canary_best_ns is None else float(canary_best_ns)
+        slowdown = canary / best - 1.0
+        k = int(np.count_nonzero(slowdown > CANARY_SLOWDOWN))
+        if k:
+            out.append(f"The machine ran up to {_pct(float(slowdown.max()))} slower than its best "
+                       f"during {_rounds_of(k, n)} (a fixed add chain timed beside the kernel).")
+
+    if ci is not None:
+        low, high = float(ci[0]), float(ci[1])
+        if not (math.isfinite(low) and math.isfinite(high) and 0 < low <= high):
+            raise ValueError(f"instability_warnings needs ci = (low, high) with 0 < low <= high, got {ci!r}")
+        half = (high - low) / (high + low)
+        drift = relative_iqr(canary) if canary is not None else 0.0
+        if half < max(drift, MIN_CI_HALF_WIDTH):
+            why = (f"the machine's own round-to-round drift (canary IQR/median {_pct(drift)})"
+                   if drift >= MIN_CI_HALF_WIDTH else f"{_pct(MIN_CI_HALF_WIDTH)}, which few machines hold")
+            out.append(f"The interval is only \u00b1{_pct(half)} wide, narrower than {why}: it likely "
+                       f"understates how much this machine drifts between runs.")
+    return out

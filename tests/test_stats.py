@@ -341,3 +341,112 @@ def test_compare_rounds_detects_a_real_1_3x_with_10_rounds(run: Any, power: floa
     hits = sum(compare_rounds(1000.0 * run(rng, 10), 1300.0 * run(rng, 10)).significant is True
                for _ in range(trials))
     assert hits / trials >= power  # observed: 0.70 and 0.96
+
+
+# --- instability_warnings ---------------------------------------------------------------------
+
+_STEADY = [100.0, 101.0, 99.0, 100.5, 100.0, 99.5, 101.5, 100.0, 98.5, 100.0]
+
+
+def test_instability_warnings_stable_is_empty() -> None:
+    from pycipherbench.stats import instability_warnings
+    assert instability_warnings(rounds_ns=_STEADY) == []
+    assert instability_warnings(
+        rounds_ns=_STEADY, cpu_ns=[99.0] * 10, wall_ns=[100.0] * 10, nivcsw=[0] * 9 + [1],
+        canary_ns=[10.0, 10.1, 10.0, 10.05, 10.0, 10.2, 10.0, 10.0, 10.1, 10.0], canary_best_ns=9.9,
+        loadavg=(0.4, 0.3, 0.2), cores=2, ci=(0.97, 1.03)) == []
+
+
+def test_instability_warnings_each_rule() -> None:
+    from pycipherbench.stats import instability_warnings
+
+    def only(**kw: Any) -> str:
+        out = instability_warnings(**kw)
+        assert len(out) == 1, out
+        return out[0]
+
+    # Spread: quartiles 90 and 110 around 100 -> 20%.
+    wide = [80.0, 90.0, 90.0, 95.0, 100.0, 100.0, 105.0, 110.0, 110.0, 120.0]
+    assert only(rounds_ns=[90.0, 90.0, 100.0, 110.0, 110.0]) == (
+        "The rounds vary by 20% (IQR/median); more rounds or a quieter machine give a tighter number.")
+    assert len(instability_warnings(rounds_ns=wide)) == 1
+    # Max/min: one round at 1.6x, the quartiles untouched.
+    assert only(rounds_ns=_STEADY[:-1] + [160.0]) == (
+        "The slowest round took 1.62x as long as the fastest: something else ran on this "
+        "machine during some rounds.")
+    # Load: at or above the cores; a bare float works too.
+    assert only(rounds_ns=_STEADY, loadavg=(2.0, 1.0, 0.5), cores=2) == (
+        "The 1-minute load average is 2.00 on 2 cores: other processes compete with the "
+        "benchmark for the CPU.")
+    assert only(rounds_ns=_STEADY, loadavg=1.37, cores=1).startswith(
+        "The 1-minute load average is 1.37 on 1 core:")
+    assert instability_warnings(rounds_ns=_STEADY, loadavg=1.99, cores=2) == []
+    assert instability_warnings(rounds_ns=_STEADY, loadavg=9.0) == []  # no cores: no judgement
+    # Preempted: more than 10% of the rounds (1 of 10 is not, 2 of 10 is).
+    assert instability_warnings(rounds_ns=_STEADY, nivcsw=[0] * 9 + [3]) == []
+    assert only(rounds_ns=_STEADY, nivcsw=[0, 2, 0, 0, 0, 0, 1, 0, 0, 0]) == (
+        "The thread was preempted (involuntary context switches) in 2 of 10 rounds: another "
+        "process or the kernel took its core.")
+    # Off-CPU: cpu/wall < 0.9 in 3 of 10 rounds (0.9 itself is fine).
+    assert only(rounds_ns=_STEADY, cpu_ns=[89.0, 50.0, 80.0] + [90.0] * 7, wall_ns=[100.0] * 10) == (
+        "The thread was off the CPU for more than 10% of the time (CPU time / wall time below "
+        "0.9) in 3 of 10 rounds.")
+    # Canary: best 10 ns; 11.5 and 13 ns are more than 10% slower, 10.9 ns is not.
+    canary = [10.0, 10.2, 11.5, 10.1, 13.0, 10.0, 10.9, 10.0, 10.1, 10.0]
+    assert only(rounds_ns=_STEADY, canary_ns=canary, canary_best_ns=10.0) == (
+        "The machine ran up to 30% slower than its best during 2 of 10 rounds (a fixed add "
+        "chain timed beside the kernel).")
+    # Without canary_best_ns the best of these rounds is the reference: the same here.
+    assert instability_warnings(rounds_ns=_STEADY, canary_ns=canary)[0].startswith(
+        "The machine ran up to 30% slower")
+    # A better canary earlier in the process makes every round here slow.
+    assert "during 10 of 10 rounds" in only(rounds_ns=_STEADY, canary_ns=[10.0] * 10, canary_best_ns=8.0)
+
+
+def test_instability_warnings_interval_too_narrow_to_be_true() -> None:
+    from pycipherbench.stats import instability_warnings
+    # Relative half-width (1.003 - 0.997) / 2 = 0.3% < 0.5%.
+    assert instability_warnings(rounds_ns=_STEADY, ci=(0.997, 1.003)) == [
+        "The interval is only \u00b10.3% wide, narrower than 0.5%, which few machines hold: it "
+        "likely understates how much this machine drifts between runs."]
+    assert instability_warnings(rounds_ns=_STEADY, ci=(0.99, 1.01)) == []
+    # The canary's own spread is 2% (quartiles 9.9 and 10.1): a +-1% interval is too narrow.
+    canary = [9.8, 9.85, 9.9, 9.9, 10.0, 10.0, 10.1, 10.1, 10.15, 10.2]
+    out = instability_warnings(rounds_ns=_STEADY, canary_ns=canary, canary_best_ns=9.8, ci=(990.0, 1010.0))
+    assert out == [
+        "The interval is only \u00b11.0% wide, narrower than the machine's own round-to-round drift "
+        "(canary IQR/median 2.0%): it likely understates how much this machine drifts between runs."]
+    assert instability_warnings(rounds_ns=_STEADY, canary_ns=canary, canary_best_ns=9.8,
+                                ci=(970.0, 1030.0)) == []
+
+
+def test_instability_warnings_bad_input() -> None:
+    from pycipherbench.stats import instability_warnings
+    with pytest.raises(ValueError, match="at least one value in rounds_ns"):
+        instability_warnings(rounds_ns=[])
+    with pytest.raises(ValueError, match="finite"):
+        instability_warnings(rounds_ns=[1.0, float("nan")])
+    with pytest.raises(ValueError, match="positive numbers in rounds_ns"):
+        instability_warnings(rounds_ns=[1.0, 0.0])
+    with pytest.raises(ValueError, match="one value of canary_ns per round: 10 rounds, got 3"):
+        instability_warnings(rounds_ns=_STEADY, canary_ns=[1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="cpu_ns and wall_ns together"):
+        instability_warnings(rounds_ns=_STEADY, cpu_ns=_STEADY)
+    with pytest.raises(ValueError, match="nivcsw"):
+        instability_warnings(rounds_ns=_STEADY, nivcsw=[-1] + [0] * 9)
+    with pytest.raises(ValueError, match="canary_best_ns"):
+        instability_warnings(rounds_ns=_STEADY, canary_ns=_STEADY, canary_best_ns=0.0)
+    with pytest.raises(ValueError, match="ci"):
+        instability_warnings(rounds_ns=_STEADY, ci=(2.0, 1.0))
+    with pytest.raises(ValueError, match="cores"):
+        instability_warnings(rounds_ns=_STEADY, loadavg=1.0, cores=0)
+    with pytest.raises(TypeError):
+        instability_warnings(_STEADY)  # type: ignore[misc]  # keyword-only
+
+
+def test_all_lists_the_new_api() -> None:
+    for name in ("median_ci", "median_ci_level", "relative_iqr", "Ratio", "paired_ratio",
+                 "RoundComparison", "compare_rounds", "instability_warnings", "SPREAD_LIMIT",
+                 "MAX_MIN_RATIO", "PREEMPTED_FRACTION", "CPU_WALL_MIN", "CANARY_SLOWDOWN",
+                 "MIN_CI_HALF_WIDTH", "MIN_VERDICT_ROUNDS", "mann_whitney_u", "MannWhitney"):
+        assert name in stats.__all__ and hasattr(stats, name)
