@@ -346,7 +346,8 @@ def compare_rounds(a: _Values, b: _Values, alpha: float = 0.05) -> RoundComparis
     called, however many rounds there are. In simulated A/A comparisons
     (10 rounds, autocorrelated slow periods lasting a few rounds) this keeps
     false positives at about 2% for alpha = 0.05, where the plain test is at
-    20–45% (see tests/test_stats.py). The price: a difference smaller than
+    20–45% (see tests/test_stats.py); a harsher machine, 30% slower during
+    4-round slow periods a quarter of the time, reaches alpha itself. The price: a difference smaller than
     the rounds' spread plus the interval is not called, and more rounds
     narrow the interval but not the spread.
 
@@ -361,7 +362,8 @@ def compare_rounds(a: _Values, b: _Values, alpha: float = 0.05) -> RoundComparis
     separated rounds could not reach p < alpha (3 vs 3 rounds: the smallest p
     is 0.1), and when either run has fewer than :data:`MIN_VERDICT_ROUNDS`
     rounds: there one slow period easily covers a third of a run, and
-    simulated A/A false positives exceed alpha (about 0.1 at 5 or 6 rounds).
+    simulated A/A false positives exceed alpha (up to about 0.1 at 5 or 6
+    rounds).
     Values must be positive and finite.
     """
     if not 0.0 < alpha < 1.0:
