@@ -249,12 +249,19 @@ def _errors(rows: Sequence[Interval]) -> np.ndarray:
     return np.array([[max(0.0, med - lo), max(0.0, hi - med)] for med, lo, hi in rows]).T.reshape(2, -1)
 
 
-def _legend_below(ax: Axes, n: int, ncol: int = 3) -> None:
+def _legend_columns(labels: Sequence[str], width: float) -> int:
+    """Legend columns (at most 3) that fit a figure ``width`` inches wide, at 7 pt."""
+    longest = max((len(t) for t in labels), default=1)
+    per_column = 0.6 + 0.055 * longest  # handle and spacing, ~0.055 in per character
+    return max(1, min(3, len(labels), int((width - 0.2) // per_column)))
+
+
+def _legend_below(ax: Axes, n: int, ncol: int) -> None:
     """The legend under the x axis label, outside the axes: it hides no data."""
     if n <= 1:
         return
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0), borderaxespad=5.0,
-              ncol=min(ncol, n), frameon=False)
+              ncol=ncol, frameon=False)
 
 
 def _lines(
@@ -284,7 +291,8 @@ def _lines(
         else:
             flat[label] = _interval(m, convert)[0]
     kinds = list(dict.fromkeys(k for k, _ in groups))
-    n_rows = math.ceil(len(groups) / 3) if len(groups) > 1 else 0
+    ncol = _legend_columns(list(labels.values()), 8.0)
+    n_rows = math.ceil(len(groups) / ncol) if len(groups) > 1 else 0
     fig, ax = _figure(8.0, 5.0 + 0.17 * n_rows)
     for (kind, off), rows in groups.items():
         i = kinds.index(kind)
@@ -314,7 +322,7 @@ def _lines(
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
-    _legend_below(ax, len(groups))
+    _legend_below(ax, len(groups), ncol)
     return fig
 
 

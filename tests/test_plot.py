@@ -332,6 +332,19 @@ def test_throughput_lines_are_distinct_and_legend_is_outside(hw_off: bool) -> No
     assert ("dashed, open markers: hardware aes off" in text) == hw_off
 
 
+def test_long_legend_labels_stay_in_the_figure() -> None:
+    rows = [({"transformation": t, "iv_len": iv, "payload": n, "hw_aes": hw},
+             meas(100 + n / (5 if hw else 1), transformation=t, payload=n, hw_aes=hw))
+            for t in ("AES/GCM/NoPadding", "AES/CTR/NoPadding") for iv in (12, 16)
+            for hw in (True, False) for n in (16, 4096)]
+    fig = plot.plot_throughput(results("cipher", rows))
+    renderer = drawn(fig)
+    box = fig.axes[0].get_legend().get_window_extent(renderer)
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.x1 and box.y0 > 0
+    assert "AES/GCM/NoPadding, 12-byte IV, hardware AES off" in [
+        t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
 def test_every_median_plot_has_error_bars() -> None:
     for fn, make in ((plot.plot_throughput, throughput_results), (plot.plot_rounds, rounds_results),
                      (plot.plot_store_latency, store_results)):
