@@ -6,7 +6,9 @@ through plot_auto. Agg backend throughout.
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import json
 import re
 import sys
 from typing import Any
@@ -17,6 +19,7 @@ import pytest
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 
+from matplotlib.container import BarContainer, ErrorbarContainer  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 import pycipherbench as pcb  # noqa: E402
@@ -138,7 +141,7 @@ def test_every_plot_is_covered() -> None:
 def test_throughput_is_log_log() -> None:
     ax = plot.plot_throughput(throughput_results()).axes[0]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
-    assert len(ax.collections) == 2  # one IQR band per kernel
+    assert len(errorbar_lines(ax)) == 2  # one line with error bars per kernel
 
 
 def test_plot_auto_picks_from_swept_parameters() -> None:
@@ -173,3 +176,235 @@ def test_without_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     with pytest.raises(ImportError, match="pip install matplotlib"):
         plot.plot_throughput(throughput_results())
+
+
+# -- what the fixes of the first-user review guarantee
+
+def caption(fig: Figure) -> str:
+    return " ".join(t.get_text() for t in fig.texts)
+
+
+def errorbar_lines(ax: Any) -> list[ErrorbarContainer]:
+    return [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+
+
+def drawn(fig: Figure) -> Any:
+    """The figure's renderer after a draw (for text extents)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def speed_json(tmp_path: Any, hw: bool) -> Any:
+    """A file as `pycipherbench speed --json` writes it (every record AES on, or every one off)."""
+    ms = [meas(1e6 * k, transformation=t, op=op, payload=1 << 20, hw_aes=hw,
+               hw_mask=None if hw else "OPENSSL_ia32cap=~0x200000200000000")
+          for t, k in (("AES/ECB/PKCS5Padding", 1.0), ("DES/ECB/NoPadding", 120.0),
+                       ("DESede/ECB/NoPadding", 350.0), ("TEA-ref/ECB/NoPadding", 125.0))
+          for op in ("enc", "dec")]
+    path = tmp_path / ("speed.json" if hw else "nohw.json")
+    path.write_text(json.dumps({"machine": ms[0].machine, "payload": 1 << 20, "hw_aes": hw,
+                                "results": [m.to_dict() for m in ms]}))
+    return path
+
+
+def test_seed_table_title_and_footer_describe_the_data(tmp_path) -> None:
+    r = pcb.load_results(speed_json(tmp_path, hw=True))
+    assert plot.choose_plot(r) == "seed_table"
+    fig = plot.plot_auto(r)
+    title = fig.axes[0].get_title()
+    assert "hardware AES on" in title and "off" not in title and "1 MiB" in title
+    assert "Hardware AES: on" in caption(fig)
+    assert "hidden" not in caption(fig) and "masked" not in caption(fig).lower()
+
+    fig = plot.plot_auto(pcb.load_results(speed_json(tmp_path, hw=False)))
+    assert fig.axes[0].get_title().endswith("hardware AES off")
+    assert "off for every point" in caption(fig) and "OPENSSL_ia32cap" in caption(fig)
+
+    fig = plot.plot_seed_table(seed_results())
+    assert fig.axes[0].get_title().endswith("hardware AES on vs off")
+    assert "off where marked" in caption(fig) and "Hatched" in caption(fig)
+
+
+def test_seed_table_labels_are_legible(tmp_path) -> None:
+    """Horizontal bars: transformation labels on the y axis that do not overlap, and every bar
+    (DES and 3DES included) labelled with its value."""
+    fig = plot.plot_auto(pcb.load_results(speed_json(tmp_path, hw=True)))
+    ax = fig.axes[0]
+    renderer = drawn(fig)
+    labels = [t for t in ax.get_yticklabels() if t.get_text()]
+    assert [t.get_text() for t in labels] == ["AES/ECB/PKCS5Padding", "DES/ECB/NoPadding",
+                                              "DESede/ECB/NoPadding", "TEA-ref/ECB/NoPadding"]
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    bars = [b for c in ax.containers if isinstance(c, BarContainer) for b in c]
+    assert len(bars) == 8
+    values = [t.get_text() for t in ax.texts]
+    assert len(values) == 8 and all(re.fullmatch(r"[\d,.]+", v) for v in values)
+    slowest = min(b.get_width() for b in bars)  # 3DES: ~350x slower than AES
+    assert ax.get_xlim()[0] < slowest / 2, "the slowest bar should have a visible length"
+
+
+def test_store_labels_show_only_distinguishing_parameters(tmp_path) -> None:
+    """`pycipherbench store --json`: min_time (a run setting) only on the apply points, n_keys
+    the same wherever it applies; labels in user terms, bars centred on their labels."""
+    rows = []
+    for wl, batch, t in (("put", None, 600.0), ("get", None, 500.0), ("commit", 100, 5e5),
+                         ("commit", 1, 4e5), ("apply", 1, 3e3), ("open_cold", None, 9e3)):
+        for enc in (False, True):
+            p: dict[str, Any] = {"workload": wl, "encrypted": enc}
+            if enc:
+                p["faithful"] = False
+            if wl != "open_cold":
+                p["n_keys"] = 100
+            if batch is not None:
+                p["batch"] = batch
+            if wl == "apply":
+                p["min_time"] = 5e-05
+            rows.append((p, store_meas(t * (2 if enc else 1), wl, enc, 100)))
+    rows.append(({"workload": "get", "encrypted": True, "faithful": True, "n_keys": 100},
+                 store_meas(1100.0, "get", True, 100)))
+    path = tmp_path / "store.json"
+    results("store", rows).save(path)
+    fig = plot.plot_auto(pcb.load_results(path))
+    ax = fig.axes[0]
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert ticks == ["put", "get", "commit, 100 puts per edit", "commit, 1 put per edit",
+                     "apply, 1 put per edit", "open_cold"]
+    assert not any("=" in t or "min_time" in t or "encrypted" in t for t in ticks)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "plain store", "lean", "faithful (ESP's per-call work)"]
+    centres: dict[int, list[float]] = {}
+    for c in ax.containers:
+        if isinstance(c, BarContainer):
+            for b in c:
+                x = b.get_x() + b.get_width() / 2
+                centres.setdefault(round(x), []).append(x)
+    assert sorted(centres) == list(range(len(ticks)))
+    for tick, xs in centres.items():
+        assert np.mean(xs) == pytest.approx(tick), f"bars of {ticks[tick]!r} off-centre"
+
+
+def twelve_kernels(hw_off: bool = False) -> Results:
+    kernels = ["AES/ECB/NoPadding", "AES/CBC/NoPadding", "AES/CTR/NoPadding", "AES/GCM/NoPadding",
+               "AES/SIV/NoPadding", "ChaCha20-Poly1305", "DES/CBC/NoPadding", "DESede/CBC/NoPadding",
+               "TEA/CTR/NoPadding", "TEA-ref/CTR/NoPadding", "XTEA/CTR/NoPadding", "XTEA-ref/CTR/NoPadding"]
+    rows = []
+    for i, t in enumerate(kernels):
+        for hw in ((True, False) if hw_off else (True,)):
+            for n in (16, 256, 4096, 65536):
+                p: dict[str, Any] = {"transformation": t, "payload": n}
+                if hw_off:
+                    p["hw_aes"] = hw
+                rows.append((p, meas(60 + n * (i + 1) / (1 if hw else 5), transformation=t,
+                                     payload=n, hw_aes=hw)))
+    return results("cipher", rows)
+
+
+@pytest.mark.parametrize("hw_off", [False, True], ids=["12 lines", "24 lines, hw AES on and off"])
+def test_throughput_lines_are_distinct_and_legend_is_outside(hw_off: bool) -> None:
+    fig = plot.plot_throughput(twelve_kernels(hw_off))
+    ax = fig.axes[0]
+    lines = {c.get_label(): c.lines[0] for c in errorbar_lines(ax)}
+    assert len(lines) == (24 if hw_off else 12)
+    styles = [(line.get_color(), line.get_marker(), line.get_linestyle()) for line in lines.values()]
+    assert len(set(styles)) == len(styles), "two lines look the same"
+    for label, line in lines.items():
+        off, ref = "hardware AES off" in label, "-ref/" in label
+        assert line.get_linestyle() == {(False, False): "-", (True, False): "--",
+                                        (False, True): "-.", (True, True): ":"}[(off, ref)], label
+    if hw_off:  # the on/off pair of a kernel differs by more than its legend entry
+        on = lines["AES/GCM/NoPadding, hardware AES on"]
+        off_line = lines["AES/GCM/NoPadding, hardware AES off"]
+        assert on.get_linestyle() != off_line.get_linestyle()
+        assert on.get_markerfacecolor() != off_line.get_markerfacecolor()
+    renderer = drawn(fig)
+    legend = ax.get_legend()
+    assert legend is not None
+    box, axes_box = legend.get_window_extent(renderer), ax.get_window_extent(renderer)
+    assert box.y1 < axes_box.y0, "the legend must sit below the axes, covering no data"
+    assert not box.overlaps(ax.xaxis.label.get_window_extent(renderer))
+    assert box.y0 > 0 and box.x0 >= 0 and box.x1 <= fig.bbox.x1, "the legend must stay in the figure"
+    text = caption(fig).lower()
+    assert "dash-dotted: the one-block-at-a-time reference kernel" in text
+    assert ("dashed, open markers: hardware aes off" in text) == hw_off
+
+
+def test_long_legend_labels_stay_in_the_figure() -> None:
+    rows = [({"transformation": t, "iv_len": iv, "payload": n, "hw_aes": hw},
+             meas(100 + n / (5 if hw else 1), transformation=t, payload=n, hw_aes=hw))
+            for t in ("AES/GCM/NoPadding", "AES/CTR/NoPadding") for iv in (12, 16)
+            for hw in (True, False) for n in (16, 4096)]
+    fig = plot.plot_throughput(results("cipher", rows))
+    renderer = drawn(fig)
+    box = fig.axes[0].get_legend().get_window_extent(renderer)
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.x1 and box.y0 > 0
+    assert "AES/GCM/NoPadding, 12-byte IV, hardware AES off" in [
+        t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+def test_every_median_plot_has_error_bars() -> None:
+    for fn, make in ((plot.plot_throughput, throughput_results), (plot.plot_rounds, rounds_results),
+                     (plot.plot_store_latency, store_results)):
+        ax = fn(make()).axes[0]
+        assert errorbar_lines(ax) and all(c.has_yerr for c in errorbar_lines(ax)), fn.__name__
+    for fn, make in ((plot.plot_seed_table, seed_results), (plot.plot_latency, seed_results),
+                     (plot.plot_commit_apply, lambda: store_results().select(n_keys=10)),
+                     (plot.plot_siv, lambda: store_results(key_encryption=["siv", "none"]).select(n_keys=10))):
+        fig = fn(make())
+        bars = [c for c in fig.axes[0].containers if isinstance(c, BarContainer)]
+        assert bars and all(c.errorbar is not None for c in bars), fn.__name__
+        assert "error bars: interquartile range" in caption(fig)
+
+
+@dataclasses.dataclass(frozen=True, repr=False, eq=False, kw_only=True)
+class WithCI(Measurement):
+    """A Measurement with the coming ``ci`` attribute (95% interval of the median, ns/op)."""
+    ci: tuple[float, float] | None = None
+
+
+def with_ci(m: Measurement, ci: tuple[float, float]) -> WithCI:
+    return WithCI(**{f.name: getattr(m, f.name) for f in dataclasses.fields(m)}, ci=ci)
+
+
+def test_interval_uses_ci_and_converts_units() -> None:
+    m = synthetic.cipher([900.0, 950.0, 1000.0, 1050.0, 1100.0], payload=1000)
+    # No ci: the interquartile range (950..1050 ns), inverted into MB/s (the bounds swap).
+    med, lo, hi = plot._interval(m, plot._mb_per_s)
+    assert med == pytest.approx(1000.0) and lo == pytest.approx(1e6 / 1050) and hi == pytest.approx(1e6 / 950)
+    med, lo, hi = plot._interval(with_ci(m, (980.0, 1020.0)), plot._mb_per_s)
+    assert (lo, hi) == (pytest.approx(1e6 / 1020), pytest.approx(1e6 / 980))
+    med, lo, hi = plot._interval(with_ci(m, (980.0, 1020.0)), plot._scaled(1e3))  # ns -> µs
+    assert (med, lo, hi) == (pytest.approx(1.0), pytest.approx(0.98), pytest.approx(1.02))
+    # Given samples (an apply's time until durable): their interquartile range, not ci.
+    med, lo, hi = plot._interval(with_ci(m, (980.0, 1020.0)), plot._scaled(1.0),
+                                 samples=np.array([1.0, 2.0, 3.0, 4.0, 5.0]))
+    assert (med, lo, hi) == (3.0, 2.0, 4.0)
+
+
+def test_error_bars_follow_ci_and_the_caption_says_so() -> None:
+    base = throughput_results()
+    r = Results("cipher", base.params, [with_ci(m, (m.median * 0.9, m.median * 1.2)) for m in base])
+    fig = plot.plot_throughput(r)
+    assert "95% interval of the median." in caption(fig)
+    container = errorbar_lines(fig.axes[0])[0]
+    x, y = container.lines[0].get_data()
+    segments = container.lines[2][0].get_segments()
+    m0 = r.select(transformation=base.params[0]["transformation"], payload=int(x[0])).measurements[0]
+    low, high = segments[0][:, 1].min(), segments[0][:, 1].max()
+    assert (low, high) == (pytest.approx(m0.payload * 1e3 / (m0.median * 1.2)),
+                           pytest.approx(m0.payload * 1e3 / (m0.median * 0.9)))
+    mixed = Results("cipher", base.params, [with_ci(base[0], (1.0, 2.0)), *list(base)[1:]])
+    assert "where recorded, else the interquartile range" in caption(plot.plot_throughput(mixed))
+
+
+def test_footer_names_the_machine_of_the_records() -> None:
+    r = seed_results()
+    text = caption(plot.plot_seed_table(r))
+    assert text.startswith(f"Measured on {r.machine['cpu_model']}") and r.machine["openssl_version"] in text
+    other = dict(r.machine, cpu_model="Some Phone SoC", openssl_version="OpenSSL 3.2.0")
+    ms = [dataclasses.replace(m, machine=other) if i % 2 else m for i, m in enumerate(r)]
+    text = caption(plot.plot_seed_table(Results("cipher", r.params, ms, machine=r.machine)))
+    assert "2 different machines" in text and "Some Phone SoC" in text and "OpenSSL 3.2.0" in text
