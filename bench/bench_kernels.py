@@ -62,6 +62,7 @@ import time
 
 try:
     import pycipherbench as pcb
+from pycipherbench.stats import median_ci, median_ci_level
 except ImportError:  # run from the repo root without installing
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     import pycipherbench as pcb
@@ -131,6 +132,18 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
+def interval(xs, spec=".3f"):
+    """The 95% interval of the median of per-round values (order statistics, as
+    pycipherbench.stats.median_ci; the attained level when rounds are too few)."""
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "[-]"
+    low, high = median_ci(xs)
+    level = median_ci_level(len(xs))
+    note = "" if level >= 0.95 else f" ({level:.0%})"
+    return f"[{format(low, spec)}, {format(high, spec)}]{note}"
+
+
 class Report:
     def __init__(self):
         self.bars = []  # (name, passed: bool|None, detail)
@@ -177,7 +190,7 @@ def bench_stream(rep, ossl, rounds, min_time, repeats):
             d["ratio"].append(o / s)
         print(f"   round {r + 1}/{rounds} done", flush=True)
     print(f"   {'cipher':<20}{'ours MB/s':>11}{'openssl MB/s':>14}{'ratio':>8}"
-          f"{'[min..max]':>17}{'best/best':>11}{'CV ours/ossl':>15}   bar >= {BAR_STREAM}")
+          f"{'[95% interval]':>17}{'best/best':>11}{'CV ours/ossl':>15}   bar >= {BAR_STREAM}")
     for label, *_ in STREAM_CASES:
         d = res[label]
         if d["err"]:
@@ -186,12 +199,12 @@ def bench_stream(rep, ossl, rounds, min_time, repeats):
             continue
         ratio = med(d["ratio"])
         ok = ratio >= BAR_STREAM
-        rng = "[%.2f..%.2f]" % (min(d["ratio"]), max(d["ratio"]))
+        rng = interval(d["ratio"])
         cvs = "%.0f%%/%.0f%%" % (100 * cv(d["ours"]), 100 * cv(d["openssl"]))
         print(f"   {label:<20}{fmt(med(d['ours'])):>11}{fmt(med(d['openssl'])):>14}"
               f"{fmt(ratio, '.3f'):>8}{rng:>17}{max(d['ours']) / max(d['openssl']):>11.3f}"
               f"{cvs:>15}   {'PASS' if ok else 'FAIL'}")
-        rep.bar(f"stream {label} ratio >= {BAR_STREAM}", ok, f"ratio {ratio:.3f}")
+        rep.bar(f"stream {label} ratio >= {BAR_STREAM}", ok, f"ratio {ratio:.3f} {rng}")
     rep.data["stream"] = res
 
 
@@ -247,9 +260,11 @@ def bench_gcm(rep, ossl, rounds, min_time, repeats, openssl_aead):
             if d["err"]:
                 print(f"          error: {d['err']}")
         rep.bar(f"GCM {n} B message ratio >= {BAR_GCM_MESSAGE}", okm,
-                f"ratio {fmt(rm, '.3f')}" + (f" ({dm['err']})" if dm["err"] else ""))
+                f"ratio {fmt(rm, '.3f')} {interval(dm['ratio'])}"
+                + (f" ({dm['err']})" if dm["err"] else ""))
         rep.bar(f"GCM {n} B rekey ratio in {BAR_GCM_REKEY[0]}..{BAR_GCM_REKEY[1]}", okr,
-                f"ratio {fmt(rr, '.3f')}" + (f" ({dr['err']})" if dr["err"] else ""))
+                f"ratio {fmt(rr, '.3f')} {interval(dr['ratio'])}"
+                + (f" ({dr['err']})" if dr["err"] else ""))
     rep.data["gcm"] = {"openssl_form": form, "openssl_mb_s": oss, "ours": res}
 
 
@@ -279,8 +294,8 @@ def bench_tea(rep, rounds, min_time, repeats):
     sp = med(ratio)
     ok = sp >= BAR_TEA
     print(f"   optimized {med(opt):.1f} MB/s, reference {med(ref):.1f} MB/s, speedup {sp:.2f}x "
-          f"[{min(ratio):.2f}..{max(ratio):.2f}]   bar >= {BAR_TEA}x: {'PASS' if ok else 'FAIL'}")
-    rep.bar(f"TEA speedup >= {BAR_TEA}x", ok, f"{sp:.2f}x")
+          f"{interval(ratio, '.2f')}   bar >= {BAR_TEA}x: {'PASS' if ok else 'FAIL'}")
+    rep.bar(f"TEA speedup >= {BAR_TEA}x", ok, f"{sp:.2f}x {interval(ratio, '.2f')}")
     rep.data["tea"] = {"opt_mb_s": opt, "ref_mb_s": ref, "speedup": ratio}
 
 

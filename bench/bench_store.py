@@ -51,6 +51,8 @@ except ImportError:  # run from the repo root without installing
     sys.path.insert(0, os.path.join(HERE, ".."))
     import pycipherbench as pcb
     from pycipherbench import store
+from pycipherbench.stats import median_ci  # noqa: E402
+
 sys.path.insert(0, HERE)
 from esp_peer import STRING, PeerStore, PlainPeerStore  # noqa: E402
 
@@ -249,13 +251,14 @@ def section_peer(ctx, rep):
                     "peer": f"peer {label}"}[name]
             print(f"    {desc:58s} {fmt_ns(med(got[name])):>10s}  ({spread(got[name])} ns)")
         r_med = med(ratios)
+        low, high = median_ci(ratios)
         print(f"    ours/peer per round: median {r_med:.3f} (1/{1 / r_med:.1f}); "
-              f"range {min(ratios):.3f}..{max(ratios):.3f}")
+              f"95% interval [{low:.3f}, {high:.3f}]")
         py = [a / b for a, b in zip(got["ours_py"], got["peer"])]
         print(f"    ours from Python / peer: median {med(py):.3f} (1/{1 / med(py):.1f})  [informative]")
         rep.bar(f"lean {op} <= 1/5 of peer {label}", r_med <= 0.2,
                 f"ours {fmt_ns(med(got['ours']))} vs peer {fmt_ns(med(got['peer']))}, "
-                f"median ratio {r_med:.3f} (bar 0.200)")
+                f"median ratio {r_med:.3f} [{low:.3f}, {high:.3f}] (bar 0.200)")
     ours_py.close()
     rep.data["peer"] = res
 
@@ -265,41 +268,39 @@ def section_peer(ctx, rep):
 def section_scale(ctx, rep):
     big = ctx.big_n
     print(f"\n== 2. get at {big:,} keys vs 1,000 keys (random access order, lean encrypted) ==")
-    # The ratio is timed without stage clocks (they add the same ~100 ns to
-    # both sides and would flatter it); one instrumented call per side after
-    # the rounds gives the breakdown.
-    n_of = {"small": 1000, "big": big}
-    sides = [(name, (lambda n=n: ctx.cbench("get", n_keys=n))) for name, n in n_of.items()]
-    got = {"small": [], "big": []}
-    stages = {"small": [], "big": []}
-    heap = disk = None
-    ratios = []
-    for r in range(ctx.big_rounds):
-        this = {}
-        for name, f in alternate(r, sides):
-            t0 = time.monotonic()
-            m = f()
-            this[name] = m.ns_per_op
-            got[name].append(m.ns_per_op)
-            if name == "big":
-                heap, disk = m.extra["heap_bytes_per_entry"], m.extra["disk_bytes_per_entry"]
-                print(f"    round {r + 1}: {big:,} keys: {fmt_ns(m.ns_per_op)}/get "
-                      f"(call took {time.monotonic() - t0:.1f} s incl. populating)")
-        ratios.append(this["big"] / this["small"])
-    print(f"    1,000 keys: {fmt_ns(med(got['small']))}   {big:,} keys: {fmt_ns(med(got['big']))}   "
-          f"per-round ratio median {med(ratios):.2f} (range {min(ratios):.2f}..{max(ratios):.2f})")
-    for name, n in n_of.items():
-        stages[name].append(ctx.cbench("get", n_keys=n, stages=True).extra["stages"])
+    # One sweep: both sizes in the same rounds (a new store instance per round and
+    # size, interleaved), the ratio paired by round. Timed without stage clocks (they
+    # add the same ~100 ns to both sides and would flatter it); one instrumented call
+    # per side afterwards gives the breakdown.
+    t0 = time.monotonic()
+    r = pcb.sweep("store", workload="get", n_keys=[1000, big], min_time=ctx.min_time,
+                  repeats=ctx.big_rounds, stages=False, progress=False)
+    ratio = r.ratio({"n_keys": big}, {"n_keys": 1000})
+    small_m, big_m = r.one(n_keys=1000), r.one(n_keys=big)
+    print(f"    1,000 keys: {fmt_ns(small_m.median)}   {big:,} keys: {fmt_ns(big_m.median)}   "
+          f"paired ratio {ratio}  ({time.monotonic() - t0:.0f} s incl. populating)")
+    stages = {name: ctx.cbench("get", n_keys=n, stages=True, repeats=1).stages
+              for name, n in (("small", 1000), ("big", big))}
     print("    stages, ns/op (one instrumented call per side; siv includes the first touch of the "
           "benchmark's own name string):")
     print(f"    {'':12s}" + "".join(f"{s:>8s}" for s in STAGES) + f"{'total':>8s}")
     for name, label in (("small", "1,000"), ("big", f"{big:,}")):
-        row = {k: med([st[k] for st in stages[name]]) for k in STAGES + ("total",)}
+        row = stages[name]
         print(f"    {label:12s}" + "".join(f"{row[k]:8,.0f}" for k in STAGES + ("total",)))
-    print(f"    at {big:,} keys: heap {heap:,.0f} B/entry (capacity), disk {disk:,.0f} B/entry")
-    rep.data["scale"] = dict(n_big=big, samples=got, ratios=ratios, stages=stages)
-    rep.bar(f"get at {big:,} keys <= 2x get at 1,000", med(ratios) <= 2.0,
-            f"median ratio {med(ratios):.2f} (bar 2.00)")
+    print(f"    at {big:,} keys: heap {big_m.heap_bytes_per_entry:,.0f} B/entry (capacity), "
+          f"disk {big_m.disk_bytes_per_entry:,.0f} B/entry")
+    warn(r)
+    rep.data["scale"] = dict(n_big=big, ratio=[ratio.estimate, ratio.low, ratio.high],
+                             samples={"small": small_m.samples.tolist(),
+                                      "big": big_m.samples.tolist()}, stages=stages)
+    rep.bar(f"get at {big:,} keys <= 2x get at 1,000", ratio.estimate <= 2.0,
+            f"paired ratio {ratio.estimate:.2f} [{ratio.low:.2f}, {ratio.high:.2f}] (bar 2.00)")
+
+
+def warn(results):
+    """Prints the sweep's instability warnings, if any."""
+    for w in results.warnings:
+        print(f"    WARNING {w}")
 
 
 # ------------------------------------------------------------------ section 3
@@ -307,30 +308,24 @@ def section_scale(ctx, rep):
 def section_open(ctx, rep):
     n = 100_000
     print(f"\n== 3. open_warm of a {n:,}-entry store: encrypted (lean) vs plain ==")
-    # One open per sample (min_time below one open), ctx.repeats samples, median.
-    sides = [("encrypted", lambda: ctx.cbench("open_warm", n_keys=n)),
-             ("plain", lambda: ctx.cbench("open_warm", n_keys=n, encrypted=False))]
-    got = {"encrypted": [], "plain": []}
+    # One sweep, both sides in the same rounds (new stores each round), one open per
+    # sample (min_time below one open); the ratio paired by round.
+    r = pcb.sweep("store", workload="open_warm", n_keys=n, encrypted=[True, False],
+                  min_time=ctx.min_time, repeats=ctx.open_rounds, stages=False, progress=False)
+    ratio = r.ratio({"encrypted": True}, {"encrypted": False})
     foot = {}
-    ratios = []
-    for r in range(ctx.open_rounds):
-        this = {}
-        for name, f in alternate(r, sides):
-            m = f()
-            this[name] = m.ns_per_op
-            got[name].append(m.ns_per_op)
-            foot[name] = (m.extra["heap_bytes_per_entry"], m.extra["disk_bytes_per_entry"])
-        ratios.append(this["encrypted"] / this["plain"])
-    for name in ("encrypted", "plain"):
-        print(f"    {name:9s} {fmt_ns(med(got[name])):>10s}  "
-              f"({med(got[name]) / n:,.0f} ns/entry; heap {foot[name][0]:,.0f} B/entry, "
-              f"disk {foot[name][1]:,.0f} B/entry)")
-    print(f"    encrypted/plain per round: median {med(ratios):.2f} "
-          f"(range {min(ratios):.2f}..{max(ratios):.2f})")
+    for name, enc in (("encrypted", True), ("plain", False)):
+        m = r.one(encrypted=enc)
+        foot[name] = (m.heap_bytes_per_entry, m.disk_bytes_per_entry)
+        print(f"    {name:9s} {fmt_ns(m.median):>10s}  ({m.median / n:,.0f} ns/entry; "
+              f"heap {foot[name][0]:,.0f} B/entry, disk {foot[name][1]:,.0f} B/entry)")
+    print(f"    encrypted/plain, paired by round: {ratio}")
+    warn(r)
     py = open_from_python(ctx, n)
-    rep.data["open_warm"] = dict(n=n, samples=got, ratios=ratios, footprint=foot, python=py)
-    rep.bar("encrypted open_warm (100k) <= 1.5x plain", med(ratios) <= 1.5,
-            f"median ratio {med(ratios):.2f} (bar 1.50)")
+    rep.data["open_warm"] = dict(n=n, ratio=[ratio.estimate, ratio.low, ratio.high],
+                                 footprint=foot, python=py)
+    rep.bar("encrypted open_warm (100k) <= 1.5x plain", ratio.estimate <= 1.5,
+            f"paired ratio {ratio.estimate:.2f} [{ratio.low:.2f}, {ratio.high:.2f}] (bar 1.50)")
 
 
 def open_from_python(ctx, n):

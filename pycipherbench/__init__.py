@@ -8,6 +8,7 @@ samples as NumPy arrays and the machine they were taken on.
 >>> m = pcb.measure("AES/GCM/NoPadding", payload=16384)      # doctest: +SKIP
 >>> ct = pcb.encrypt("AES/GCM/NoPadding", key, data, iv=iv)   # doctest: +SKIP
 >>> r = pcb.sweep("cipher", transformation=["AES/GCM/NoPadding"], payload=[16, 4096])  # doctest: +SKIP
+>>> r.ratio({"payload": 4096}, {"payload": 16})   # paired by round, with a 95% interval  # doctest: +SKIP
 """
 
 from ._core import (
@@ -22,6 +23,7 @@ from ._core import (
 from ._machine import machine
 from ._measure import Measurement, measure
 from .results import Results, load_results
+from .stats import Ratio
 from .sweep import sweep
 
 __version__ = "0.1.0"
@@ -31,6 +33,7 @@ __all__ = [
     "DecryptionError",
     "Measurement",
     "OpenSSLError",
+    "Ratio",
     "Results",
     "UnsupportedCipherError",
     "ciphers",

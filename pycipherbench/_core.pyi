@@ -38,7 +38,9 @@ def decrypt(
     aad: Buffer | Sequence[Buffer] | None = None,
     rounds: int | None = None,
 ) -> bytes: ...
-def measure(
+_Sample = tuple[int, int, int, int, int]  # elapsed_ns, tsc_ticks, cpu_ns, nivcsw, call_ns
+
+def check_kernel(
     transformation: str,
     *,
     op: str = "enc",
@@ -47,11 +49,31 @@ def measure(
     rounds: int | None = None,
     scope: str = "message",
     iv_len: int | None = None,
-    min_time: float = 0.05,
-    repeats: int = 7,
-    warmup: float = -1.0,
-    check_only: bool = False,
-) -> dict[str, Any] | None: ...
+) -> None: ...
+def check_timing(min_time: float, repeats: int, warmup: float = -1.0) -> None: ...
+def canary(n: int, /) -> _Sample: ...
+
+@final
+class Kernel:
+    def __new__(
+        cls,
+        transformation: str,
+        *,
+        op: str = "enc",
+        payload: int = 10485760,
+        key_bits: int | None = None,
+        rounds: int | None = None,
+        scope: str = "message",
+        iv_len: int | None = None,
+    ) -> Kernel: ...
+    def calibrate(self, min_time: float, warmup: float = -1.0) -> int: ...
+    def sample(self, iterations: int, /) -> _Sample: ...
+    def close(self) -> None: ...
+    @property
+    def info(self) -> dict[str, Any]: ...
+    @property
+    def closed(self) -> bool: ...
+
 def tea_impls() -> list[str]: ...
 
 class StoreFormatError(CipherBenchError, ValueError): ...
@@ -110,7 +132,7 @@ class Editor:
     def commit(self) -> bool: ...
     def apply(self) -> None: ...
 
-def store_bench(
+def check_store_bench(
     workload: str,
     *,
     directory: str | PathLike[str] | None = None,
@@ -126,9 +148,33 @@ def store_bench(
     layout: str = "entries",
     faithful: bool = False,
     passphrase: bool = False,
-    stages: bool = True,
-    min_time: float = 0.05,
-    repeats: int = 7,
-    warmup: float = -1.0,
-    check_only: bool = False,
-) -> dict[str, Any] | None: ...
+) -> None: ...
+
+@final
+class StoreKernel:
+    def __new__(
+        cls,
+        workload: str,
+        *,
+        directory: str | PathLike[str] | None = None,
+        n_keys: int = 1000,
+        key_len: int = 32,
+        value_len: int = 32,
+        value_type: str = "string",
+        batch: int = 1,
+        encrypted: bool = True,
+        key_encryption: str = "siv",
+        value_encryption: str = "gcm",
+        cache: bool = False,
+        layout: str = "entries",
+        faithful: bool = False,
+        passphrase: bool = False,
+    ) -> StoreKernel: ...
+    def calibrate(self, min_time: float, warmup: float = -1.0) -> int: ...
+    def sample(self, iterations: int, /) -> _Sample: ...
+    def stages(self, iterations: int, /) -> dict[str, int]: ...
+    def close(self) -> None: ...
+    @property
+    def info(self) -> dict[str, Any]: ...
+    @property
+    def closed(self) -> bool: ...

@@ -3,8 +3,9 @@
 OpenSSL reads its CPU capability mask once, when libcrypto starts, from
 ``OPENSSL_ia32cap`` (x86) or ``OPENSSL_armcap`` (ARM). So the only honest way
 to measure "this machine without AES instructions" is a child process started
-with that variable set; this module runs such a child and returns its raw
-results. ``python -m pycipherbench._hwaes`` is the child's entry point.
+with that variable set; this module runs such a child and lets the parent's
+rounds drive the kernels prepared in it. ``python -m pycipherbench._hwaes``
+is the child's entry point.
 """
 
 from __future__ import annotations
@@ -49,20 +50,80 @@ def python_command(module: str, *args: str) -> list[str]:
     return [sys.executable, "-c", code, *args]
 
 
-def run_masked(calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[dict[str, Any]], str]:
-    """Runs each (function name in _core, kwargs) in one masked child; returns results and the mask."""
-    env, mask = masked_environment()
-    proc = subprocess.run(
-        python_command("pycipherbench._hwaes"),
-        input=json.dumps(calls), capture_output=True, text=True, env=env, check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"the hw_aes=False child process failed:\n{proc.stderr.strip()}")
-    reply = json.loads(proc.stdout)
-    if "error" in reply:
-        # Re-raise the child's exception as the same type where we can.
-        raise _exception_type(reply["error"]["type"])(reply["error"]["message"])
-    return reply["results"], mask
+class MaskedWorker:
+    """A child process with hardware AES masked that holds timed kernels for the
+    parent: ``worker.new("Kernel", ...)`` returns a proxy with the kernel's methods,
+    each a round trip of one JSON line. The kernels run in the child; only their
+    samples cross the pipe, after the clock has stopped."""
+
+    def __init__(self) -> None:
+        env, self.mask = masked_environment()
+        self._proc = subprocess.Popen(
+            python_command("pycipherbench._hwaes"), stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, bufsize=1)
+        self._next = 0
+
+    def call(self, obj: int | None, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Calls ``method`` on kernel ``obj`` (None: a function or type of _core) in the child."""
+        proc = self._proc
+        if proc.poll() is not None or proc.stdin is None or proc.stdout is None:
+            raise RuntimeError("the hw_aes=False child process is gone"
+                               + (f":\n{proc.stderr.read().strip()}" if proc.stderr else ""))
+        proc.stdin.write(json.dumps([obj, method, args, kwargs]) + "\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        if not line:
+            err = proc.stderr.read().strip() if proc.stderr else ""
+            raise RuntimeError(f"the hw_aes=False child process failed:\n{err}")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise _exception_type(reply["error"]["type"])(reply["error"]["message"])
+        return reply["result"]
+
+    def new(self, type_name: str, *args: Any, **kwargs: Any) -> MaskedKernel:
+        return MaskedKernel(self, self.call(None, type_name, *args, **kwargs))
+
+    def close(self) -> None:
+        if self._proc.poll() is None and self._proc.stdin is not None:
+            self._proc.stdin.close()
+            try:
+                self._proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        for stream in (self._proc.stdout, self._proc.stderr):
+            if stream is not None:
+                stream.close()
+
+    def __enter__(self) -> MaskedWorker:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class MaskedKernel:
+    """A kernel living in a :class:`MaskedWorker` (the methods of ``_core.Kernel``)."""
+
+    def __init__(self, worker: MaskedWorker, handle: int) -> None:
+        self._worker, self._handle = worker, handle
+
+    def calibrate(self, min_time: float, warmup: float = -1.0) -> int:
+        return int(self._worker.call(self._handle, "calibrate", min_time, warmup))
+
+    def sample(self, iterations: int) -> tuple[int, int, int, int, int]:
+        a, b, c, d, e = self._worker.call(self._handle, "sample", iterations)
+        return a, b, c, d, e
+
+    def stages(self, iterations: int) -> dict[str, int]:
+        return dict(self._worker.call(self._handle, "stages", iterations))
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return dict(self._worker.call(self._handle, "info"))
+
+    def close(self) -> None:
+        self._worker.call(self._handle, "close")
 
 
 def _exception_type(name: str) -> type[Exception]:
@@ -75,15 +136,31 @@ def _exception_type(name: str) -> type[Exception]:
 
 
 def _child() -> None:
+    """Serves a MaskedWorker: one JSON request per line, one reply per line."""
     from . import _core
 
-    calls = json.loads(sys.stdin.read())
-    try:
-        results = [getattr(_core, fn)(**kwargs) for fn, kwargs in calls]
-    except Exception as exc:  # reported to the parent, which re-raises it
-        json.dump({"error": {"type": type(exc).__name__, "message": str(exc)}}, sys.stdout)
-        return
-    json.dump({"results": results}, sys.stdout)
+    objects: dict[int, Any] = {}
+    for line in sys.stdin:
+        obj, method, args, kwargs = json.loads(line)
+        try:
+            if obj is None:  # a type (returns a handle) or a function of _core
+                result = getattr(_core, method)(*args, **kwargs)
+                if not isinstance(result, (type(None), int, float, str, list, dict, tuple)):
+                    handle = len(objects) + 1
+                    objects[handle] = result
+                    result = handle
+            elif method == "info":
+                result = objects[obj].info
+            else:
+                result = getattr(objects[obj], method)(*args, **kwargs)
+                if method == "close":
+                    del objects[obj]
+        except Exception as exc:  # reported to the parent, which re-raises it
+            reply: dict[str, Any] = {"error": {"type": type(exc).__name__, "message": str(exc)}}
+        else:
+            reply = {"result": result}
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from . import _core
 from ._format import format_size
-from ._record import Record, TableColumn, per_operation
+from ._record import Record, TableColumn
+from ._rounds import (DEFAULT_ROUNDS, KernelPoint, Plan, PointData, RunInfo, Workers,
+                      record_fields, run_plans)
 
 Op = Literal["enc", "dec"]
 Scope = Literal["stream", "message", "rekey"]
@@ -35,18 +38,14 @@ class Measurement(Record):
     impl: str | None = None
 
     @classmethod
-    def _from_raw(cls, raw: dict[str, Any], *, hw_aes: bool = True,
-                  hw_mask: str | None = None) -> Measurement:
-        iterations = int(raw["iterations"])
-        samples = per_operation(raw["elapsed_ns"], iterations)
-        assert samples is not None
+    def _from_rounds(cls, data: PointData, run: RunInfo, *, min_time: float, repeats: int,
+                     hw_aes: bool, hw_mask: str | None) -> Measurement:
+        info = data.info
         return cls(
-            transformation=raw["transformation"], op=raw["op"], payload=int(raw["payload"]),
-            scope=raw["scope"], key_bits=int(raw["key_bits"]), rounds=raw["rounds"],
-            iv_len=raw["iv_len"], hw_aes=hw_aes, min_time=float(raw["min_time"]),
-            repeats=int(raw["repeats"]), iterations=iterations, samples=samples,
-            tsc_samples=per_operation(raw.get("tsc_ticks"), iterations), impl=raw.get("impl"),
-            hw_mask=hw_mask,
+            transformation=info["transformation"], op=info["op"], payload=int(info["payload"]),
+            scope=info["scope"], key_bits=int(info["key_bits"]), rounds=info["rounds"],
+            iv_len=info["iv_len"], impl=info.get("impl"), hw_aes=hw_aes, hw_mask=hw_mask,
+            min_time=min_time, **record_fields(data, run, repeats=repeats),
         )
 
     @classmethod
@@ -77,6 +76,43 @@ class Measurement(Record):
         return [throughput, *super()._html_rows()]
 
 
+def plan(
+    transformation: str,
+    *,
+    op: Op = "enc",
+    payload: int = 10 * 2**20,
+    key_bits: int | None = None,
+    rounds: int | None = None,
+    scope: Scope = "message",
+    iv_len: int | None = None,
+    hw_aes: bool = True,
+    min_time: float = 0.05,
+    repeats: int = DEFAULT_ROUNDS,
+    warmup: float | None = None,
+    workers: Workers | None = None,
+) -> Plan:
+    """A kernel point, checked, ready for :func:`~._rounds.run_plans` (what
+    :func:`measure` and :func:`~pycipherbench.sweep` run)."""
+    args: dict[str, Any] = dict(op=op, payload=payload, key_bits=key_bits, rounds=rounds,
+                                scope=scope, iv_len=iv_len)
+    if not isinstance(hw_aes, bool):
+        raise TypeError(f"hw_aes must be a bool, not {type(hw_aes).__name__}")
+    _core.check_kernel(transformation, **args)
+    warm = -1.0 if warmup is None else warmup
+    _core.check_timing(min_time, repeats, warm)
+    factory: Any = _core.Kernel
+    mask: str | None = None
+    if not hw_aes:
+        if workers is None:
+            raise ValueError("hw_aes=False needs the run's workers")
+        worker = workers.masked()
+        factory, mask = functools.partial(worker.new, "Kernel"), worker.mask
+    point = KernelPoint(factory, {"transformation": transformation, **args}, min_time, warm)
+    build = functools.partial(Measurement._from_rounds, min_time=min_time, repeats=repeats,
+                              hw_aes=hw_aes, hw_mask=mask)
+    return Plan(point, build)
+
+
 def measure(
     transformation: str,
     *,
@@ -88,10 +124,20 @@ def measure(
     iv_len: int | None = None,
     hw_aes: bool = True,
     min_time: float = 0.05,
-    repeats: int = 7,
+    repeats: int = DEFAULT_ROUNDS,
     warmup: float | None = None,
+    progress: bool = False,
 ) -> Measurement:
-    """Time one cipher kernel in C, with the GIL released.
+    """Time one cipher kernel in C, with the GIL released, in ``repeats`` rounds.
+
+    Each round takes one sample of the kernel (operations calibrated to last
+    ``min_time``) after the canary, which tells how fast the machine was in
+    that round; the :class:`Measurement` holds every round, the 95% interval
+    of the median across them (``ci``) and ``warnings`` when the machine was
+    too unstable for the precision shown. To compare kernels, measure them
+    together with :func:`~pycipherbench.sweep` and use
+    :meth:`~pycipherbench.Results.ratio`: their rounds are then interleaved
+    and paired, which holds up on a noisy machine where separate calls do not.
 
     Args:
         transformation: a name from :func:`ciphers`, e.g. ``"AES/GCM/NoPadding"``.
@@ -100,7 +146,8 @@ def measure(
         payload: plaintext bytes per operation (1 byte to 1 GiB).
         key_bits: key size; defaults are AES 128, AES-SIV 256 (AES-128 inside),
             DESede 192 (three-key), DES 64, TEA/XTEA 128, ChaCha20-Poly1305 256.
-        rounds: TEA/XTEA cycles, 1..1024 (default 32).
+        rounds: TEA/XTEA cycles, 1..1024 (default 32). (Not the statistics'
+            rounds: those are ``repeats``.)
         scope: ``"stream"`` one context fed repeated updates in place (what
             ``openssl speed -evp`` does for non-AEAD ciphers); ``"message"``
             each operation a whole message with a fresh IV, padding, final and
@@ -110,23 +157,23 @@ def measure(
         hw_aes: False hides AES-NI/PCLMULQDQ (or ARM's AES/PMULL) from OpenSSL
             by measuring in a child process, like a CPU without crypto extensions.
         min_time: seconds one sample lasts at least; the operation count is calibrated to it.
-        repeats: number of samples.
+        repeats: rounds (default 10; fewer give a rough number and say so in ``warnings``).
         warmup: seconds of warm-up before calibrating (default: min_time).
-    """
-    kwargs: dict[str, Any] = dict(
-        op=op, payload=payload, key_bits=key_bits, rounds=rounds, scope=scope,
-        iv_len=iv_len, min_time=min_time, repeats=repeats,
-        warmup=-1.0 if warmup is None else warmup,
-    )
-    if not isinstance(hw_aes, bool):
-        raise TypeError(f"hw_aes must be a bool, not {type(hw_aes).__name__}")
-    if hw_aes:
-        raw = _core.measure(transformation, **kwargs)
-        assert raw is not None  # only check_only=True returns None
-        return Measurement._from_raw(raw)
-    # Validate in-process first, so bad input fails fast with the same message.
-    _core.measure(transformation, **kwargs, check_only=True)
-    from ._hwaes import run_masked
+        progress: a progress bar on stderr.
 
-    (raw,), mask = run_masked([("measure", {"transformation": transformation, **kwargs})])
-    return Measurement._from_raw(raw, hw_aes=False, hw_mask=mask)
+    Ctrl-C stops it within about ``min_time`` (KeyboardInterrupt).
+    """
+    with Workers() as workers:
+        p = plan(transformation, op=op, payload=payload, key_bits=key_bits, rounds=rounds,
+                 scope=scope, iv_len=iv_len, hw_aes=hw_aes, min_time=min_time, repeats=repeats,
+                 warmup=warmup, workers=workers)
+        (m,), run = _run_one(p, repeats, progress)
+    return m
+
+
+def _run_one(p: Plan, repeats: int, progress: bool) -> tuple[list[Any], RunInfo]:
+    """Runs one plan; Ctrl-C is re-raised (a single measurement has nothing to keep)."""
+    records, run = run_plans([p], repeats, progress=progress, desc="measure")
+    if run.interrupted:
+        raise KeyboardInterrupt
+    return records, run

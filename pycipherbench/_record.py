@@ -7,8 +7,11 @@ from them. The kinds of result build on it with the parameters they really
 have: :class:`~pycipherbench.Measurement` (a cipher kernel) and
 :class:`~pycipherbench.store.StoreMeasurement` (a store workload).
 
-A new kind of per-sample data (interleaved rounds, say) is a new field here,
-listed in ``_ARRAYS`` if it is an array, so that JSON files keep it.
+Samples are *rounds* (see :mod:`._rounds`): one calibrated sample per point per
+round, the points of a run interleaved in a fresh random order each round, so
+the spread between rounds covers the machine's slow periods and the interval
+(:attr:`Record.ci`) is across rounds. A new kind of per-round data is a new
+field here, listed in ``_ARRAYS`` if it is an array, so that JSON files keep it.
 """
 
 from __future__ import annotations
@@ -32,13 +35,21 @@ TableColumn = tuple[str, Callable[[Any], str]]
 
 @dataclass(frozen=True, repr=False, eq=False, kw_only=True)
 class Record:
-    """Raw samples of one timed workload and their statistics.
+    """Raw rounds of one timed workload and their statistics.
 
-    ``samples`` holds nanoseconds per operation, one value per sample (each
-    sample timed ``iterations`` operations back to back); ``tsc_samples`` the
-    same in time-stamp-counter ticks (None without a TSC). ``payload`` is the
-    bytes an operation processes (0 when it processes none). ``hw_aes`` is
-    False when OpenSSL ran with AES-NI/PCLMULQDQ masked (``hw_mask`` says how).
+    ``samples`` holds nanoseconds per operation, one value per round (each a
+    sample of ``iterations`` operations timed back to back, calibrated to
+    last ``min_time``); ``tsc_samples`` the same in time-stamp-counter ticks
+    (None without a TSC). Per round also: ``cpu_fraction`` (this thread's CPU
+    time over the sample's wall time: below 1 when it was preempted),
+    ``nivcsw`` (involuntary context switches during the sample) and
+    ``canary`` (ns per addition of the round's canary, a fixed dependent-add
+    chain: it rises when the whole machine slows down). ``repeats`` is the
+    number of rounds asked for. ``warnings`` are sentences about how far the
+    machine let these numbers be trusted (empty when stable); ``ci`` is the
+    95% interval of the median across rounds. ``payload`` is the bytes an
+    operation processes (0 when it processes none). ``hw_aes`` is False when
+    OpenSSL ran with AES-NI/PCLMULQDQ masked (``hw_mask`` says how).
     """
 
     payload: int
@@ -49,13 +60,35 @@ class Record:
     samples: np.ndarray
     tsc_samples: np.ndarray | None
     hw_mask: str | None = None
+    cpu_fraction: np.ndarray | None = None
+    nivcsw: np.ndarray | None = None
+    canary: np.ndarray | None = None
+    warnings: tuple[str, ...] = ()
     machine: dict[str, Any] = field(default_factory=machine)
 
     #: Metric columns of :meth:`Results.to_numpy` for this kind of result.
     METRICS: ClassVar[tuple[str, ...]] = (
-        "median", "iqr", "cv", "n_samples", "mb_per_s", "kb_per_ms", "ns_per_op", "cycles_per_byte")
+        "median", "ci_low", "ci_high", "iqr", "cv", "n_samples", "mb_per_s", "kb_per_ms",
+        "ns_per_op", "cycles_per_byte")
     #: Fields holding arrays: NumPy in memory, lists in JSON.
-    _ARRAYS: ClassVar[tuple[str, ...]] = ("samples", "tsc_samples")
+    _ARRAYS: ClassVar[tuple[str, ...]] = ("samples", "tsc_samples", "cpu_fraction", "nivcsw",
+                                          "canary")
+
+    # -- rounds
+    @property
+    def n_rounds(self) -> int:
+        """Rounds measured (fewer than ``repeats`` if the run was interrupted). (Not
+        ``rounds``: that is a TEA/XTEA measurement's cycle count.)"""
+        return len(self.samples)
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        """95% interval of the median ns per operation across rounds (distribution-free,
+        from order statistics: :func:`~pycipherbench.stats.median_ci`). With fewer than 6
+        rounds it cannot reach 95%: it is then the range of the rounds."""
+        from .stats import median_ci
+
+        return median_ci(self.samples)
 
     # -- statistics of ns per operation
     @property
@@ -107,8 +140,10 @@ class Record:
         """The values of :attr:`METRICS` (NaN where one does not apply)."""
         cpb = self.cycles_per_byte
         has_bytes = self.payload > 0
+        low, high = self.ci
         return {
-            "median": self.median, "iqr": self.iqr, "cv": self.cv, "n_samples": len(self.samples),
+            "median": self.median, "ci_low": low, "ci_high": high, "iqr": self.iqr, "cv": self.cv,
+            "n_samples": len(self.samples),
             "mb_per_s": self.mb_per_s if has_bytes else math.nan,
             "kb_per_ms": self.kb_per_ms if has_bytes else math.nan,
             "ns_per_op": self.ns_per_op,
@@ -126,7 +161,8 @@ class Record:
         return {
             "payload": self.payload, "hw_aes": self.hw_aes, "hw_mask": self.hw_mask,
             "min_time": self.min_time, "repeats": self.repeats, "iterations": self.iterations,
-            "median": self.median, "iqr": self.iqr, "cv": self.cv, "ns_per_op": self.ns_per_op,
+            "median": self.median, "ci": list(self.ci), "iqr": self.iqr, "cv": self.cv,
+            "ns_per_op": self.ns_per_op, "warnings": list(self.warnings),
             "mb_per_s": self.mb_per_s, "kb_per_ms": self.kb_per_ms,
             "cycles_per_byte": self.cycles_per_byte,
             **{name: _to_list(getattr(self, name)) for name in self._ARRAYS},
@@ -144,6 +180,7 @@ class Record:
         for name in cls._ARRAYS:
             value = d.get(name)
             kwargs[name] = None if value is None else np.asarray(value, dtype=np.float64)
+        kwargs["warnings"] = tuple(d.get("warnings") or ())
         return cls(**kwargs)
 
     # -- display
@@ -155,22 +192,30 @@ class Record:
         """Throughput in the repr, where it means something."""
         return ""
 
+    def _interval(self) -> str:
+        low, high = self.ci
+        return f"[{format_ns(low)}, {format_ns(high)}]"
+
     def __repr__(self) -> str:
         cpb = self.cycles_per_byte
+        warned = f"; {len(self.warnings)} warning(s): see .warnings" if self.warnings else ""
         return (
             f"<{type(self).__name__} {self._label()}: {self._rates()}"
-            f"{format_ns(self.median)}/op, IQR {format_ns(self.iqr)}, CV {self.cv:.1%}"
+            f"{format_ns(self.median)}/op {self._interval()} (95%), CV {self.cv:.1%}"
             + (f", {cpb:.2f} TSC ticks/B" if cpb is not None else "")
-            + f"; {len(self.samples)} samples x {self.iterations} ops>"
+            + f"; {len(self.samples)} rounds x {self.iterations} ops{warned}>"
         )
 
     def _html_rows(self) -> list[tuple[str, str]]:
-        return [
-            ("per op", f"{format_ns(self.median)} (IQR {format_ns(self.iqr)}, CV {self.cv:.1%})"),
+        rows = [
+            ("per op", f"{format_ns(self.median)}, 95% interval {self._interval()} "
+                       f"(IQR {format_ns(self.iqr)}, CV {self.cv:.1%})"),
             ("TSC ticks/byte", "n/a" if self.cycles_per_byte is None else f"{self.cycles_per_byte:.3f}"),
-            ("samples", f"{len(self.samples)} x {self.iterations} ops, min_time {self.min_time:g} s"),
+            ("rounds", f"{len(self.samples)} x {self.iterations} ops, min_time {self.min_time:g} s"),
             ("machine", f"{self.machine['cpu_model']}; {self.machine['openssl_version']}"),
         ]
+        rows += [("warning", w) for w in self.warnings]
+        return rows
 
     def _repr_html_(self) -> str:
         body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>"

@@ -5,41 +5,70 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from typing import Any
 
 from ._machine import machine
-from .experiments import STORE_TIMING, format_speed, format_store, run_speed, store_points
+from .experiments import (QUICK_NOTE, SPEED_GROUPS, SPEED_TIMING, STORE_TIMING, format_speed,
+                          format_store, run_speed, store_points, warning_lines)
 
 # Moved to .experiments; still importable from here (notebooks/encrypted_store.ipynb does).
 from .experiments import (  # noqa: F401
-    APPLY_MIN_TIME_SCALE, RATIO_AES, RATIO_TEAS, SPEED_GROUPS, STORE_OPS)
-
-HIDDEN_MASKED_FLAG = "--hw-masked-child"
+    APPLY_MIN_TIME_SCALE, RATIO_AES, RATIO_TEAS, STORE_OPS)
 
 
 def cmd_speed(args: argparse.Namespace) -> int:
     payload = args.payload if args.payload is not None else (1 << 20 if args.quick else 10 << 20)
     if payload <= 0 or payload % 16:
         sys.exit("error: --payload must be a positive multiple of 16 bytes (the NoPadding rows need whole blocks)")
-    hw_masked = getattr(args, "hw_masked_child", False)
-    if args.no_hw_aes and not hw_masked:
-        # OpenSSL reads its CPU mask at start-up: rerun this command in a masked child.
-        from ._hwaes import masked_environment, python_command
-
-        env, _ = masked_environment()
-        argv = python_command("pycipherbench.cli", *sys.argv[1:], HIDDEN_MASKED_FLAG)
-        return subprocess.run(argv, env=env, check=False).returncode
-    results = run_speed(payload, args.quick, hw_aes=not hw_masked)
+    if not _payload_ok(payload, args.yes):
+        return 1
+    results, run = run_speed(payload, args.quick, hw_aes=not args.no_hw_aes)
+    if not results:
+        print("# Interrupted (Ctrl-C) before the first round finished: no figures.", file=sys.stderr)
+        return 130
     print(format_speed(results, payload))
+    if args.quick:
+        print(f"# {QUICK_NOTE}")
+    if run.interrupted:
+        print(f"# Interrupted (Ctrl-C) after {run.rounds} complete rounds: the figures above "
+              "are from those rounds only.")
     if args.json:
-        doc = {"machine": machine(), "payload": payload, "hw_aes": not hw_masked,
+        doc = {"machine": machine(), "payload": payload, "hw_aes": not args.no_hw_aes,
                "results": [m.to_dict() for m in results]}
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)
         print(f"# Raw samples written to {os.fspath(args.json)}")
-    return 0
+    return 130 if run.interrupted else 0
+
+
+#: Above this, a speed run's buffers and time grow large enough to ask first.
+BIG_PAYLOAD = 64 << 20
+
+
+def _payload_ok(payload: int, yes: bool) -> bool:
+    """Says what a large --payload costs (memory for every row's buffers, time of the
+    slowest rows) and, on a terminal, asks before going on; refuses what cannot fit."""
+    if payload <= BIG_PAYLOAD:
+        return True
+    rows = 2 * sum(len(g) for _, g in SPEED_GROUPS)
+    memory = 2 * payload * rows
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        ram = 0
+    if ram and memory > ram // 2:
+        print(f"error: --payload {payload} needs about {memory / 2**30:.1f} GiB of buffers "
+              f"({rows} rows x 2 x payload), more than half this machine's "
+              f"{ram / 2**30:.0f} GiB", file=sys.stderr)
+        return False
+    # The slowest rows (3DES, the reference TEA) run at roughly 25 MB/s on current CPUs.
+    seconds = SPEED_TIMING[False]["repeats"] * 8 * payload / 25e6
+    print(f"# --payload {payload / 2**20:.0f} MiB: about {memory / 2**30:.1f} GiB of buffers, "
+          f"and the slowest rows alone take about {seconds / 60:.0f} min", file=sys.stderr)
+    if yes or not sys.stdin.isatty():
+        return True
+    return input("Go on? [y/N] ").strip().lower() in ("y", "yes")
 
 
 # -- sweep / compare / plot / store
@@ -94,7 +123,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as e:
         return _fail("sweep", e)
     print(results.table())
-    state = "" if results.complete else " (interrupted: incomplete; --resume continues)"
+    for line in warning_lines(results.measurements):
+        print(line)
+    state = "" if results.complete else " (interrupted: incomplete; --resume measures it again)"
     print(f"# {len(results)} points written to {os.fspath(args.out)}{state}")
     return 0 if results.complete else 130
 
@@ -111,6 +142,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"# {os.fspath(args.new)} vs the baseline {os.fspath(args.baseline)}: "
           f"{len(comparison)} matched points")
     print(comparison.table())
+    return 0
+
+
+def cmd_ratio(args: argparse.Namespace) -> int:
+    from .results import load_results
+
+    try:
+        results = load_results(args.results)
+        num, den = parse_params(args.num or []), parse_params(args.den or [])
+        found = results.ratio(num, den)
+    except (OSError, ValueError, TypeError) as e:
+        return _fail("ratio", e)
+    ratios = found if isinstance(found, list) else [found]
+    side = lambda d: ", ".join(f"{k}={v}" for k, v in d.items())  # noqa: E731
+    print(f"# {side(num)} / {side(den)}: ns per operation, paired by round "
+          f"(> 1: the first is slower), [95% interval]")
+    for r in ratios:
+        where = f"  ({side(r.params)})" if r.params else ""
+        print(f"{r}{where}")
     return 0
 
 
@@ -142,14 +192,19 @@ def cmd_store(args: argparse.Namespace) -> int:
         results = run_points("store", points, timing, seed=args.seed, progress=not args.no_progress)
     except (ValueError, TypeError, OSError) as e:
         return _fail("store", e)
-    if not results.complete:
-        print("# interrupted", file=sys.stderr)
+    if not len(results):
+        print("# Interrupted (Ctrl-C) before the first round finished: no figures.", file=sys.stderr)
         return 130
     print(format_store(results, n_keys))
+    if args.quick:
+        print(f"# {QUICK_NOTE}")
+    if not results.complete:
+        print(f"# Interrupted (Ctrl-C) after {results.measurements[0].n_rounds} complete rounds: "
+              "the figures above are from those rounds only.")
     if args.json:
         results.save(args.json)
         print(f"# Raw samples written to {os.fspath(args.json)}")
-    return 0
+    return 0 if results.complete else 130
 
 
 def _add_sweep_commands(sub: Any) -> None:
@@ -164,7 +219,8 @@ def _add_sweep_commands(sub: Any) -> None:
     sw.add_argument("--param", action="append", metavar="NAME=V1,V2",
                     help="a parameter and its values (repeat for more parameters)")
     sw.add_argument("--target", choices=("cipher", "store"), default="cipher")
-    sw.add_argument("--repeats", type=int, help="samples per point")
+    sw.add_argument("--repeats", type=int,
+                    help="rounds (default 10): every point takes one sample per round")
     sw.add_argument("--min-time", type=float, help="seconds per sample at least")
     sw.add_argument("--warmup", type=float, help="seconds of warm-up per point")
     sw.add_argument("--seed", type=int, help="seed of the shuffled run order")
@@ -189,6 +245,19 @@ def _add_sweep_commands(sub: Any) -> None:
     cmp.add_argument("--allow-different-machines", action="store_true",
                      help="compare even if CPU model, flags or OpenSSL differ")
     cmp.set_defaults(func=cmd_compare)
+
+    ra = sub.add_parser(
+        "ratio", help="paired ratio of two kinds of points of one sweep, with a 95% interval",
+        description="For points of one sweep that differ only in the given parameters: the "
+                    "per-round ratio of their ns per operation (the rounds were interleaved, so "
+                    "a slow period hits both alike), its median and 95% interval. Example: "
+                    "pycipherbench ratio r.json --num key_encryption=siv --den key_encryption=none")
+    ra.add_argument("results", help="results file (JSON) of a sweep")
+    ra.add_argument("--num", action="append", metavar="NAME=VALUE", required=True,
+                    help="what the numerator points have (repeatable)")
+    ra.add_argument("--den", action="append", metavar="NAME=VALUE", required=True,
+                    help="what the denominator points have (repeatable)")
+    ra.set_defaults(func=cmd_ratio)
 
     pl = sub.add_parser("plot", help="plot a results file",
                         description="Draw the plot that fits the swept parameters (or --kind).")
@@ -221,11 +290,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "article's table; print KB/ms per line, the TEA:AES ratio and the machine.")
     speed.add_argument("--payload", type=int, default=None,
                        help="bytes per message (default 10 MiB; 1 MiB with --quick)")
-    speed.add_argument("--quick", action="store_true", help="short samples: done in well under a minute")
+    speed.add_argument("--quick", action="store_true",
+                       help="3 short rounds: done in well under a minute, rough numbers")
     speed.add_argument("--no-hw-aes", action="store_true",
                        help="hide AES-NI/PCLMULQDQ (ARM: AES/PMULL) from OpenSSL, as on a CPU without them")
     speed.add_argument("--json", metavar="FILE", help="also write every measurement with raw samples")
-    speed.add_argument(HIDDEN_MASKED_FLAG, action="store_true", help=argparse.SUPPRESS)
+    speed.add_argument("--yes", action="store_true",
+                       help="do not ask before a large --payload (over 64 MiB)")
     speed.set_defaults(func=cmd_speed)
     _add_sweep_commands(sub)
     return parser

@@ -8,6 +8,7 @@ first (:class:`DifferentMachinesError`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -15,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._format import format_cell, format_ns, format_table
-from ._params import Column, param_columns, param_names, point_key, structured_array
-from .stats import mann_whitney_u
+from ._params import Column, param_columns, param_names, point_key, same_value, structured_array
+from .stats import Ratio, compare_rounds, paired_ratio
 
 if TYPE_CHECKING:
     from ._record import Record
     from .results import Results
 
 __all__ = ["Comparison", "DifferentMachinesError", "PointComparison", "compare",
-           "machine_differences"]
+           "machine_differences", "ratios"]
 
 #: Machine fingerprint fields that must agree before timings are comparable.
 MACHINE_KEYS = ("cpu_model", "cpu_flags", "openssl_version")
@@ -49,7 +50,10 @@ def machine_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 
 @dataclass(frozen=True)
 class PointComparison:
-    """One matched point: medians in ns per operation, speedup, Mann–Whitney p and verdict."""
+    """One matched point: medians in ns per operation, the speedup (baseline / this)
+    with its 95% interval, the test's p-value and the verdict: ``"faster"``,
+    ``"slower"``, ``"no significant difference"`` or ``"too few rounds"``
+    (``note`` then says why)."""
 
     params: dict[str, Any]
     median: float
@@ -59,6 +63,9 @@ class PointComparison:
     verdict: str
     n: int
     n_baseline: int
+    speedup_low: float = math.nan
+    speedup_high: float = math.nan
+    note: str = ""
 
 
 class Comparison:
@@ -84,25 +91,30 @@ class Comparison:
         return param_names(r.params for r in self.rows)
 
     def to_numpy(self) -> np.ndarray:
-        """Structured array: parameters, ``median``, ``baseline_median`` (ns), ``speedup``,
-        ``p_value``, ``verdict``, ``n``, ``n_baseline``."""
+        """Structured array: parameters, ``median``, ``baseline_median`` (ns), ``speedup``
+        with ``speedup_low``/``speedup_high``, ``p_value``, ``verdict``, ``n``, ``n_baseline``."""
         columns: list[Column] = param_columns([r.params for r in self.rows])
         for name, dtype in (("median", np.float64), ("baseline_median", np.float64),
-                            ("speedup", np.float64), ("p_value", np.float64), ("verdict", "U25"),
-                            ("n", np.int64), ("n_baseline", np.int64)):
+                            ("speedup", np.float64), ("speedup_low", np.float64),
+                            ("speedup_high", np.float64), ("p_value", np.float64),
+                            ("verdict", "U25"), ("n", np.int64), ("n_baseline", np.int64)):
             columns.append((name, dtype, [getattr(r, name) for r in self.rows]))
         return structured_array(columns, len(self.rows))
 
     def table(self) -> str:
         """The comparison as an aligned text table (what ``pycipherbench compare`` prints)."""
         names = self.param_names
-        head = [*names, "baseline", "this", "speedup", "p", "verdict"]
+        head = [*names, "baseline", "this", "speedup [95%]", "p", "verdict"]
         body = [[format_cell(r.params.get(n)) for n in names]
-                + [format_ns(r.baseline_median), format_ns(r.median), f"{r.speedup:.3f}x",
+                + [format_ns(r.baseline_median), format_ns(r.median),
+                   f"{r.speedup:.3f}x [{r.speedup_low:.3f}, {r.speedup_high:.3f}]",
                    f"{r.p_value:.3g}", r.verdict] for r in self.rows]
         lines = [format_table(head, body)]
-        lines.append(f"speedup = baseline median / this median (> 1: faster); two-sided "
-                     f"Mann-Whitney U on the raw samples, alpha = {self.alpha:g}")
+        lines.append(f"speedup = baseline median / this median (> 1: faster); the rounds of "
+                     f"each run are the units (two-sided Mann-Whitney U, alpha = {self.alpha:g}, "
+                     f"guarded against drift within a run: pycipherbench.stats.compare_rounds)")
+        notes = sorted({r.note for r in self.rows if r.note})
+        lines += notes
         if self.unmatched or self.unmatched_baseline:
             lines.append(f"unmatched points: {len(self.unmatched)} only here, "
                          f"{len(self.unmatched_baseline)} only in the baseline")
@@ -127,15 +139,17 @@ def _index(results: Results, ignored: set[str]) -> dict[tuple[Any, ...], int]:
 
 def _compare_point(params: dict[str, Any], a: Record, b: Record, alpha: float) -> PointComparison:
     """``a`` (these results) against ``b`` (the baseline) at one point."""
-    test = mann_whitney_u(a.samples, b.samples)
-    if test.p_value < alpha:
-        # U counts pairs where this sample is the larger (slower) one.
-        verdict = "slower" if test.u > len(a.samples) * len(b.samples) / 2 else "faster"
+    c = compare_rounds(b.samples, a.samples, alpha=alpha)  # ratio: this / baseline, in ns
+    if c.significant is None:
+        verdict = "too few rounds"
+    elif c.significant:
+        verdict = "slower" if c.ratio > 1 else "faster"
     else:
         verdict = "no significant difference"
     return PointComparison(params=params, median=a.median, baseline_median=b.median,
-                           speedup=b.median / a.median, p_value=test.p_value, verdict=verdict,
-                           n=len(a.samples), n_baseline=len(b.samples))
+                           speedup=1.0 / c.ratio, p_value=c.p_value, verdict=verdict,
+                           n=len(a.samples), n_baseline=len(b.samples),
+                           speedup_low=1.0 / c.high, speedup_high=1.0 / c.low, note=c.note)
 
 
 def compare(
@@ -163,3 +177,39 @@ def compare(
     only_theirs = [baseline.params[i] for k, i in theirs.items() if k not in mine]
     return Comparison(rows, alpha=alpha, unmatched=only_mine, unmatched_baseline=only_theirs,
                       machine_differences=diffs)
+
+
+def _matches(params: dict[str, Any], want: dict[str, Any]) -> bool:
+    return all(k in params and same_value(params[k], v) for k, v in want.items())
+
+
+def ratios(results: Results, numerator: dict[str, Any],
+           denominator: dict[str, Any]) -> list[Ratio]:
+    """Paired ratios (numerator / denominator, of ns per operation) of the points of one
+    sweep that differ only in the given parameters: see :meth:`Results.ratio`."""
+    if not numerator or not denominator:
+        raise ValueError("ratio needs parameters for both sides, e.g. "
+                         "numerator={'key_encryption': 'siv'}, denominator={'key_encryption': 'none'}")
+    if not isinstance(numerator, dict) or not isinstance(denominator, dict):
+        raise TypeError("numerator and denominator must be dicts of parameter values")
+    varied = set(numerator) | set(denominator)
+    nums = [(p, m) for p, m in results.items() if _matches(p, numerator)]
+    dens = {point_key({k: v for k, v in p.items() if k not in varied}): (p, m)
+            for p, m in results.items() if _matches(p, denominator)}
+    out: list[Ratio] = []
+    for p, m in nums:
+        rest = {k: v for k, v in p.items() if k not in varied}
+        pair = dens.get(point_key(rest))
+        if pair is None or pair[0] is p:
+            continue
+        d = pair[1]
+        if len(m.samples) != len(d.samples):
+            raise ValueError(f"the points {p} and {pair[0]} have {len(m.samples)} and "
+                             f"{len(d.samples)} rounds: they were not measured in the same "
+                             "rounds (one sweep), so they cannot be paired")
+        out.append(paired_ratio(m.samples, d.samples, params=rest))
+    if not out:
+        raise ValueError(f"no pair of points matches numerator={numerator} and "
+                         f"denominator={denominator} with all other parameters equal; "
+                         f"swept: {', '.join(results.swept) or 'nothing'}")
+    return out

@@ -9,14 +9,16 @@ has its points (what to measure), a runner and a text report.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Sequence
 from typing import Any
 
 from ._format import format_ns, format_size_compact, format_table
-from ._measure import Measurement, Op, measure
+from ._measure import Measurement, Op, plan
 from ._params import point_key
-from ._progress import progress
+from ._record import Record
+from ._rounds import DEFAULT_ROUNDS, RunInfo, Workers, run_plans
 from .results import Results
+from .stats import paired_ratio, summarize_warnings
 from .store import StoreMeasurement
 from .sweep import expand_grid
 
@@ -36,36 +38,34 @@ SPEED_GROUPS: list[tuple[str, list[str]]] = [
 # The seed's ratio compared TEA with AES/ECB/PKCS5Padding encryption ("TEA:AES=16:990").
 RATIO_AES = "AES/ECB/PKCS5Padding"
 RATIO_TEAS = ("TEA-ref/ECB/NoPadding", "TEA/ECB/NoPadding")
-#: Timing of every speed measurement: quick, and the default.
+#: Timing of every speed measurement: quick (rough: says so), and the default.
 SPEED_TIMING: dict[bool, dict[str, Any]] = {
     True: dict(min_time=0.01, repeats=3, warmup=0.0),
-    False: dict(min_time=0.1, repeats=7),
+    False: dict(min_time=0.1, repeats=DEFAULT_ROUNDS),
 }
+QUICK_NOTE = ("--quick: 3 short rounds; the intervals are rough (3 rounds cannot reach 95%) and "
+              "warnings are likely: rerun without --quick for numbers to act on")
 
 
-def run_speed(payload: int, quick: bool, hw_aes: bool) -> list[Measurement]:
-    """Every transformation of :data:`SPEED_GROUPS`, encrypting and decrypting ``payload`` bytes.
+def run_speed(payload: int, quick: bool, hw_aes: bool,
+              progress: bool = True) -> tuple[list[Measurement], RunInfo]:
+    """Every transformation of :data:`SPEED_GROUPS`, encrypting and decrypting ``payload``
+    bytes, in interleaved rounds (so the TEA:AES ratios pair round by round).
 
-    ``hw_aes=False`` marks the results as measured without hardware AES: the
-    caller runs this in a process whose OpenSSL started masked.
+    Returns the measurements (empty if Ctrl-C came before the first round ended;
+    with fewer rounds if it came later: ``RunInfo.interrupted``) and how the run went.
     """
     names = [n for _, group in SPEED_GROUPS for n in group]
     jobs: list[tuple[str, Op]] = [(n, op) for n in names for op in ("enc", "dec")]
-    results = []
-    with progress(len(jobs), delay=2.0, leave=False) as bar:
-        for name, op in jobs:
-            bar.start(f"{name} {op.upper()}")
-            m = measure(name, op=op, payload=payload, **SPEED_TIMING[quick])
-            results.append(m if hw_aes else _mark_masked(m))
-            bar.done()
-    return results
-
-
-def _mark_masked(m: Measurement) -> Measurement:
-    from ._hwaes import masked_environment
-
-    _, mask = masked_environment()
-    return replace(m, hw_aes=False, hw_mask=mask)
+    timing = SPEED_TIMING[quick]
+    with Workers() as workers:
+        plans = [plan(name, op=op, payload=payload, hw_aes=hw_aes, workers=workers, **timing)
+                 for name, op in jobs]
+        try:
+            records, run = run_plans(plans, timing["repeats"], progress=progress, desc="speed")
+        except KeyboardInterrupt:  # while preparing: nothing measured
+            return [], RunInfo(rounds=0, interrupted=True, loadavg=None, seed=0)
+    return records, run
 
 
 def format_speed(results: list[Measurement], payload: int) -> str:
@@ -77,12 +77,15 @@ def format_speed(results: list[Measurement], payload: int) -> str:
         for name in group:
             for op in ("enc", "dec"):
                 m = by_key[(name, op)]
-                lines.append(f"* [{name}] {op.upper()}: {m.kb_per_ms:.1f} KB/ms")
+                low, high = (payload / 1024.0 / (ns / 1e6) for ns in reversed(m.ci))
+                lines.append(f"* [{name}] {op.upper()}: {m.kb_per_ms:.1f} KB/ms "
+                             f"[{low:.1f}, {high:.1f}]")
     aes = by_key[(RATIO_AES, "enc")]
     for tea_name in RATIO_TEAS:
         tea = by_key[(tea_name, "enc")]
-        ratio = aes.kb_per_ms / tea.kb_per_ms
-        verdict = f"AES is {ratio:.1f}x faster" if ratio >= 1 else f"TEA is {1 / ratio:.1f}x faster"
+        r = paired_ratio(tea.samples, aes.samples)  # TEA's time per AES time: AES's speedup
+        verdict = (f"AES is {r.estimate:.1f}x faster [{r.low:.1f}, {r.high:.1f}]" if r.estimate >= 1
+                   else f"TEA is {1 / r.estimate:.1f}x faster [{1 / r.high:.1f}, {1 / r.low:.1f}]")
         lines.append(
             f"# TEA:AES = {tea.kb_per_ms:.1f}:{aes.kb_per_ms:.1f} -> {verdict} "
             f"({RATIO_AES} vs {tea_name}, ENC, {tea.rounds} cycles)"
@@ -93,10 +96,22 @@ def format_speed(results: list[Measurement], payload: int) -> str:
         _machine_line(fp),
         f"# {fp['openssl_version']}; compiled by {fp['compiler']}; TEA kernel {fp['tea_impl']}; "
         f"Python {fp['python']}; pycipherbench {fp['package_version']}",
-        f"# Hardware AES: {hw}. Median of {results[0].repeats} samples, message scope "
-        f"(each operation one whole {format_size_compact(payload)} message, padding and tag included).",
+        f"# Hardware AES: {hw}. Median of {results[0].n_rounds} rounds (every row sampled once per "
+        f"round, rows interleaved), [95% interval]; message scope (each operation one whole "
+        f"{format_size_compact(payload)} message, padding and tag included).",
     ]
+    lines += warning_lines(results)
     return "\n".join(lines)
+
+
+def warning_lines(records: Sequence[Record], limit: int = 6) -> list[str]:
+    """'# WARNING ...' lines: each distinct warning once, with how many rows carry it
+    (what :attr:`Results.warnings` says, for a plain list of records too)."""
+    found = summarize_warnings([m.warnings for m in records], noun="rows")
+    out = [f"# WARNING {w}" for w in found[:limit]]
+    if len(found) > limit:
+        out.append(f"# ... and {len(found) - limit} more distinct warnings (see --json)")
+    return out
 
 
 def _machine_line(fp: dict[str, Any]) -> str:
@@ -114,7 +129,7 @@ APPLY_MIN_TIME_SCALE = 0.01
 #: Timing of every store measurement: quick, and the default.
 STORE_TIMING: dict[bool, dict[str, Any]] = {
     True: dict(min_time=0.005, repeats=3, warmup=0.0),
-    False: dict(min_time=0.05, repeats=7),
+    False: dict(min_time=0.05, repeats=DEFAULT_ROUNDS),
 }
 
 
@@ -149,11 +164,23 @@ def format_store(results: Results, n_keys: int) -> str:
     hw = "on" if all(x.hw_aes for x in results) else "OFF for the encrypted store"
     sections.append("\n".join([
         f"{_machine_line(results.machine)}; {results.machine['openssl_version']}",
-        f"# Hardware AES: {hw}. Median of {m.repeats} samples. lean: this store's encrypted "
+        f"# Hardware AES: {hw}. Median of {m.n_rounds} rounds (a new store instance per round, "
+        "every point sampled once per round, points interleaved); ratios [95% interval] pair "
+        "the rounds. lean: this store's encrypted "
         "mode; faithful: ESP's per-call work repeated (fresh key schedules, S2V from scratch, "
         "a CSPRNG call per nonce). Same file format.",
     ]))
+    warned = warning_lines(results.measurements)
+    if warned:
+        sections.append("\n".join(warned))
     return "\n\n".join(sections)
+
+
+def _ratio(results: Results, num: dict[str, Any], den: dict[str, Any], **common: Any) -> str:
+    """``num / den`` (ns per op) of two points that differ in the given parameters."""
+    r = results.ratio({**num, **common}, {**den, **common})
+    r = r if not isinstance(r, list) else r[0]
+    return f"{r.estimate:.1f}x [{r.low:.1f}, {r.high:.1f}]"
 
 
 def _median(results: Results, **params: Any) -> float:
@@ -165,7 +192,9 @@ def _store_per_op(results: Results, n_keys: int) -> str:
     for op in STORE_OPS:
         plain = _median(results, workload=op, encrypted=False, n_keys=n_keys)
         enc = _median(results, workload=op, encrypted=True, faithful=False, n_keys=n_keys)
-        rows.append([op, format_ns(plain), format_ns(enc), f"{enc / plain:.1f}x"])
+        ratio = _ratio(results, dict(encrypted=True, faithful=False), dict(encrypted=False),
+                       workload=op, n_keys=n_keys)
+        rows.append([op, format_ns(plain), format_ns(enc), ratio])
     return "\n".join([
         "# Encrypted store vs plain SharedPreferences (the seed-000 experiments), this machine",
         f"## Per operation, store of {n_keys} entries (32-character names, 32-character string values)",
@@ -180,7 +209,8 @@ def _store_pairs(results: Results) -> str:
         lean = _median(results, **kw, encrypted=True, faithful=False) * times
         faithful = _median(results, **kw, encrypted=True, faithful=True) * times
         rows.append([step, format_ns(plain), format_ns(lean), format_ns(faithful),
-                     f"{lean / plain:.1f}x", f"{faithful / plain:.1f}x"])
+                     _ratio(results, dict(encrypted=True, faithful=False), dict(encrypted=False), **kw),
+                     _ratio(results, dict(encrypted=True, faithful=True), dict(encrypted=False), **kw)])
     return "\n".join([
         "## The 100-pair scenario: 100 puts + one commit, then 100 gets (store of 100 entries)",
         format_table(["step", "plain", "lean", "faithful", "lean/plain", "faithful/plain"], rows)])

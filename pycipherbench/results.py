@@ -35,7 +35,8 @@ from ._params import param_columns, param_names, same_value, structured_array
 from ._record import Record
 from .compare import Comparison, DifferentMachinesError, PointComparison
 from .compare import compare as _compare
-from .stats import MannWhitney, mann_whitney_u
+from .compare import ratios as _ratios
+from .stats import MannWhitney, Ratio, mann_whitney_u, summarize_warnings
 from .store import StoreMeasurement
 
 # Importable from here as before they moved: MISSING_INT, point_key, MACHINE_KEYS, machine_differences.
@@ -177,15 +178,24 @@ class Results:
         return structured_array(columns, len(self))
 
     def table(self) -> str:
-        """The points as an aligned text table: parameters, median time per operation, IQR,
-        CV, and throughput (cipher) or time until durable (store apply)."""
+        """The points as an aligned text table: parameters, median time per operation and
+        its 95% interval across rounds, CV, throughput (cipher) or time until durable (store
+        apply), and a ``!`` where a point carries warnings (listed below the table)."""
         names = self.param_names
         extra = self.record_type.table_columns(self.measurements)
-        head = [*names, "median/op", "IQR", "CV", *(title for title, _ in extra)]
+        head = [*names, "median/op", "95% interval", "CV", *(title for title, _ in extra), ""]
         body = [[format_cell(p.get(n)) for n in names]
-                + [format_ns(m.median), format_ns(m.iqr), f"{m.cv:.1%}"]
-                + [cell(m) for _, cell in extra] for p, m in self.items()]
+                + [format_ns(m.median), f"[{format_ns(m.ci[0])}, {format_ns(m.ci[1])}]",
+                   f"{m.cv:.1%}"]
+                + [cell(m) for _, cell in extra] + ["!" if m.warnings else ""]
+                for p, m in self.items()]
         return format_table(head, body)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Every point's warnings, each distinct sentence once, prefixed with how many
+        points carry it (empty when every point was stable)."""
+        return summarize_warnings([m.warnings for m in self.measurements])
 
     def to_pandas(self) -> Any:
         """A pandas DataFrame with the same columns as :meth:`to_numpy` (missing parameters: None)."""
@@ -239,6 +249,24 @@ class Results:
             raise
 
     # -- comparison
+    def ratio(self, numerator: dict[str, Any], denominator: dict[str, Any]) -> Ratio | list[Ratio]:
+        """How much slower the ``numerator`` points are than the ``denominator`` points
+        (ratio of ns per operation; > 1: slower), with a 95% interval.
+
+        The two sides are points of this sweep that differ only in the given
+        parameters (``numerator={"key_encryption": "siv"}, denominator={"key_encryption":
+        "none"}``). They were measured in the same rounds, interleaved, so each round
+        gives one ratio in which whatever slowed the machine during that round cancels
+        out: the estimate is the median of the per-round ratios and the interval
+        comes from order statistics of their logs (distribution-free). ``significant``
+        means the interval excludes 1.
+
+        Returns one :class:`~pycipherbench.stats.Ratio` when one pair matches, else a
+        list (one per pair, ``params`` naming the other parameters).
+        """
+        found = _ratios(self, numerator, denominator)
+        return found[0] if len(found) == 1 else found
+
     def compare(
         self,
         baseline: Results,
@@ -252,11 +280,14 @@ class Results:
         Points are matched on their parameters (minus those named in ``ignore``,
         e.g. ``ignore=["hw_aes"]`` to compare an AES-on sweep with an AES-off
         one). Per point: ``speedup = baseline median / this median`` (> 1: these
-        results are faster) and a two-sided Mann–Whitney U test on the raw
-        samples: ``"faster"``/``"slower"`` when p < ``alpha`` (default 0.05),
-        otherwise ``"no significant difference"``. With 3 samples a side the
-        smallest possible p is 0.1, so nothing is ever significant: use
-        ``repeats >= 4`` (7 by default) for a verdict.
+        results are faster) with a 95% interval, and a verdict from the rounds of
+        each run as units (:func:`~pycipherbench.stats.compare_rounds`: a two-sided
+        Mann–Whitney U test guarded against the drift that shifts whole stretches
+        of one run): ``"faster"``/``"slower"``, ``"no significant difference"``, or
+        ``"too few rounds"`` when no verdict is possible at ``alpha`` with so few
+        (3 a side, say). Runs at different times differ by whatever the machine
+        was doing; to compare two variants, sweep them together and use
+        :meth:`ratio`, which pairs their rounds.
 
         Raises :class:`DifferentMachinesError` when the machines differ in CPU
         model, crypto flags or OpenSSL version, unless ``allow_different_machines``.

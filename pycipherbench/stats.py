@@ -36,8 +36,7 @@ __all__ = [
     "CANARY_SLOWDOWN", "CPU_WALL_MIN", "DEFAULT_CONFIDENCE", "EXACT_LIMIT", "MAX_MIN_RATIO",
     "MIN_CI_HALF_WIDTH", "MIN_VERDICT_ROUNDS", "MannWhitney", "PREEMPTED_FRACTION", "Ratio",
     "RoundComparison", "SPREAD_LIMIT", "compare_rounds", "instability_warnings", "mann_whitney_u",
-    "median_ci", "median_ci_level", "paired_ratio", "relative_iqr",
-]
+    "median_ci", "median_ci_level", "paired_ratio", "relative_iqr", "summarize_warnings"]
 
 #: Largest n1*n2 for which the p-value is exact (the permutation distribution of U).
 EXACT_LIMIT = 2500
@@ -519,3 +518,14 @@ def instability_warnings(*, rounds_ns: _Values, cpu_ns: _Values | None = None,
             out.append(f"The interval is only \u00b1{_pct(half)} wide, narrower than {why}: it likely "
                        f"understates how much this machine drifts between runs.")
     return out
+
+
+def summarize_warnings(per_item: Sequence[Sequence[str]], noun: str = "points") -> list[str]:
+    """Each distinct warning of several items once, most frequent first, prefixed with
+    how many of the items carry it: ``"(3 of 12 points) The rounds vary ..."``."""
+    counts: dict[str, int] = {}
+    for warnings in per_item:
+        for w in warnings:
+            counts[w] = counts.get(w, 0) + 1
+    return [f"({n} of {len(per_item)} {noun}) {w}"
+            for w, n in sorted(counts.items(), key=lambda kv: -kv[1])]

@@ -18,9 +18,9 @@ SharedPreferences baseline with the same API.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -31,7 +31,9 @@ import numpy as np
 from . import _core
 from ._core import ReservedNameError, StoreFormatError
 from ._format import format_ns
-from ._record import Record, TableColumn, per_operation
+from ._record import Record, TableColumn
+from ._rounds import (DEFAULT_ROUNDS, Plan, PointData, RunInfo, StorePoint, Workers,
+                      record_fields, run_plans)
 
 __all__ = [
     "Editor",
@@ -359,24 +361,78 @@ class StoreMeasurement(Record):
         return f"{self.workload} ({kind} store, {self.params['n_keys']} entries{hw})"
 
     @classmethod
-    def _from_raw(cls, raw: dict[str, Any], params: StoreParams, hw_aes: bool,
-                  mask: str | None) -> StoreMeasurement:
-        iterations = int(raw["iterations"])
-        samples = per_operation(raw["elapsed_ns"], iterations)
-        assert samples is not None
+    def _from_rounds(cls, data: PointData, run: RunInfo, *, params: StoreParams, min_time: float,
+                     repeats: int, hw_aes: bool, hw_mask: str | None) -> StoreMeasurement:
+        info = data.info
+        durable = None
+        if info["workload"] == "apply":
+            durable = np.asarray(data.extra.get("durable_ns", []), dtype=np.float64)
         return cls(
-            workload=raw["workload"], params=params, payload=int(raw["payload"]), hw_aes=hw_aes,
-            min_time=float(raw["min_time"]), repeats=int(raw["repeats"]), iterations=iterations,
-            samples=samples, tsc_samples=per_operation(raw["tsc_ticks"], iterations), hw_mask=mask,
-            stages=raw["stages"], heap_bytes=int(raw["heap_bytes"]),
-            disk_bytes=int(raw["disk_bytes"]), entries=int(raw["entries"]),
-            durable_samples=per_operation(raw["durable_ns"], iterations),
+            workload=info["workload"], params=params, payload=int(info["payload"]), hw_aes=hw_aes,
+            hw_mask=hw_mask, min_time=min_time, stages=info.get("stages"),
+            heap_bytes=int(info["heap_bytes"]), disk_bytes=int(info["disk_bytes"]),
+            entries=int(info["entries"]), durable_samples=durable,
+            **record_fields(data, run, repeats=repeats),
         )
 
 
 Workload = Literal["put", "get", "get_missing", "contains", "all", "commit", "apply",
                    "open_cold", "open_warm", "rotate"]
 ValueType = Literal["string", "string_set", "int", "long", "float", "bool"]
+
+
+def plan_bench(
+    workload: Workload,
+    *,
+    n_keys: int = 1000,
+    key_len: int = 32,
+    value_len: int = 32,
+    value_type: ValueType = "string",
+    batch: int = 1,
+    encrypted: bool = True,
+    key_encryption: KeyEncryption = "siv",
+    value_encryption: ValueEncryption = "gcm",
+    cache: bool = False,
+    layout: Layout = "entries",
+    faithful: bool = False,
+    passphrase: bool = False,
+    hw_aes: bool = True,
+    min_time: float = 0.05,
+    repeats: int = DEFAULT_ROUNDS,
+    warmup: float | None = None,
+    stages: bool = True,
+    directory: PathLike | None = None,
+    workers: Workers | None = None,
+) -> Plan:
+    """A store workload point, checked, ready for :func:`~._rounds.run_plans` (what
+    :func:`bench` and :func:`~pycipherbench.sweep` run)."""
+    params: dict[str, Any] = dict(
+        n_keys=n_keys, key_len=key_len, value_len=value_len, value_type=value_type, batch=batch,
+        encrypted=encrypted, key_encryption=key_encryption, value_encryption=value_encryption,
+        cache=cache, layout=layout, faithful=faithful, passphrase=passphrase,
+    )
+    for flag, value in (("encrypted", encrypted), ("cache", cache), ("faithful", faithful),
+                        ("passphrase", passphrase), ("stages", stages), ("hw_aes", hw_aes)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{flag} must be a bool, not {type(value).__name__}")
+    _core.check_store_bench(workload, **params)  # fail fast on bad input
+    warm = -1.0 if warmup is None else warmup
+    _core.check_timing(min_time, repeats, warm)
+    if directory is not None and not os.path.isdir(directory):
+        raise NotADirectoryError(f"directory={os.fspath(directory)!r} is not an existing directory")
+    factory: Any = _core.StoreKernel
+    mask: str | None = None
+    if not hw_aes:
+        if workers is None:
+            raise ValueError("hw_aes=False needs the run's workers")
+        worker = workers.masked()
+        factory, mask = functools.partial(worker.new, "StoreKernel"), worker.mask
+    where = None if directory is None else os.fspath(directory)
+    point = StorePoint(factory, workload, params, min_time, warm, stages, where)
+    workload_params = cast(StoreParams, dict(params, stages=stages))
+    build = functools.partial(StoreMeasurement._from_rounds, params=workload_params,
+                              min_time=min_time, repeats=repeats, hw_aes=hw_aes, hw_mask=mask)
+    return Plan(point, build)
 
 
 def bench(
@@ -396,10 +452,11 @@ def bench(
     passphrase: bool = False,
     hw_aes: bool = True,
     min_time: float = 0.05,
-    repeats: int = 7,
+    repeats: int = DEFAULT_ROUNDS,
     warmup: float | None = None,
     stages: bool = True,
     directory: PathLike | None = None,
+    progress: bool = False,
 ) -> StoreMeasurement:
     """Time one store workload in C, on a store of ``n_keys`` entries.
 
@@ -417,33 +474,25 @@ def bench(
     measured in a separate instrumented run) and the footprint (heap and disk
     bytes, per entry).
 
+    Rounds: each of the ``repeats`` rounds builds a new instance (new random
+    names, a new store), warms it up and calibrates it, and takes one sample,
+    so the interval (``ci``) covers instance-to-instance variation as well as
+    the machine's. Compare workloads or options with :func:`~pycipherbench.sweep`
+    and :meth:`~pycipherbench.Results.ratio`, which pair their rounds.
+
     ``directory`` is where the store's files go (default: a new temporary
     directory, removed afterwards); fsync costs depend on its filesystem.
     ``hw_aes=False`` runs in a child process with AES-NI/PCLMULQDQ hidden.
+    Ctrl-C stops it within about ``min_time`` plus one store build.
     """
-    params: dict[str, Any] = dict(
-        n_keys=n_keys, key_len=key_len, value_len=value_len, value_type=value_type, batch=batch,
-        encrypted=encrypted, key_encryption=key_encryption, value_encryption=value_encryption,
-        cache=cache, layout=layout, faithful=faithful, passphrase=passphrase, stages=stages,
-        min_time=min_time, repeats=repeats, warmup=-1.0 if warmup is None else warmup,
-    )
-    for flag, value in (("encrypted", encrypted), ("cache", cache), ("faithful", faithful),
-                        ("passphrase", passphrase), ("stages", stages), ("hw_aes", hw_aes)):
-        if not isinstance(value, bool):
-            raise TypeError(f"{flag} must be a bool, not {type(value).__name__}")
-    _core.store_bench(workload, **params, check_only=True)  # fail fast on bad input
-    if directory is not None and not os.path.isdir(directory):
-        raise NotADirectoryError(f"directory={os.fspath(directory)!r} is not an existing directory")
-    with tempfile.TemporaryDirectory(prefix="pcb-store-", dir=directory) as tmp:
-        call = dict(params, directory=tmp)
-        if hw_aes:
-            raw = _core.store_bench(workload, **call)
-            mask = None
-        else:
-            from ._hwaes import run_masked
-
-            (raw,), mask = run_masked([("store_bench", {"workload": workload, **call})])
-    assert raw is not None
-    timing = ("min_time", "repeats", "warmup")
-    workload_params = cast(StoreParams, {k: v for k, v in params.items() if k not in timing})
-    return StoreMeasurement._from_raw(raw, workload_params, hw_aes, mask)
+    with Workers() as workers:
+        p = plan_bench(workload, n_keys=n_keys, key_len=key_len, value_len=value_len,
+                       value_type=value_type, batch=batch, encrypted=encrypted,
+                       key_encryption=key_encryption, value_encryption=value_encryption,
+                       cache=cache, layout=layout, faithful=faithful, passphrase=passphrase,
+                       hw_aes=hw_aes, min_time=min_time, repeats=repeats, warmup=warmup,
+                       stages=stages, directory=directory, workers=workers)
+        records, run = run_plans([p], repeats, progress=progress, desc="store.bench")
+    if run.interrupted:
+        raise KeyboardInterrupt
+    return cast(StoreMeasurement, records[0])

@@ -48,12 +48,14 @@ import numpy as np
 from . import _core
 from ._machine import machine
 from ._measure import measure
+from ._measure import plan as plan_kernel
 from ._params import point_key
-from ._progress import progress as progress_bar
 from ._record import Record
+from ._rounds import DEFAULT_ROUNDS, Plan, Workers, run_plans
 from .compare import machine_differences
 from .results import PathLike, Results, load_results
 from .store import bench as store_bench
+from .store import plan_bench
 
 __all__ = ["applies", "expand_grid", "run_points", "sweep"]
 
@@ -74,7 +76,8 @@ _STORE_CRYPTO = ("key_encryption", "value_encryption", "layout", "cache", "faith
 def _signature(target: str) -> dict[str, Any]:
     """Parameter names of the target's function, with their defaults."""
     fn = measure if target == "cipher" else store_bench
-    return {name: p.default for name, p in inspect.signature(fn).parameters.items()}
+    return {name: p.default for name, p in inspect.signature(fn).parameters.items()
+            if name != "progress"}  # the sweep's own option, not a point parameter
 
 
 def _check_target(target: str) -> None:
@@ -104,7 +107,7 @@ def applies(target: str, name: str, point: dict[str, Any]) -> bool:
             return _family(t) == "AES/GCM"
         if name == "key_bits" and t.lower() in _canonical_names():  # else validation reports t
             try:
-                _core.measure(t, key_bits=point["key_bits"], check_only=True)
+                _core.check_kernel(t, key_bits=point["key_bits"])
             except (ValueError, TypeError):
                 return False
         return True
@@ -147,6 +150,9 @@ def _split(target: str, grid: dict[str, Any]) -> tuple[dict[str, list[Any]], dic
     options: dict[str, Any] = {}
     for name, value in grid.items():
         is_list = isinstance(value, (list, tuple, range, np.ndarray))
+        if name == "repeats" and is_list:
+            raise ValueError("repeats is the number of rounds of the whole sweep (every point "
+                             "takes one sample per round): give one number, not a list")
         if name in RUN_OPTIONS[target] and not is_list:
             options[name] = _plain(value)
             continue
@@ -191,23 +197,26 @@ def expand_grid(target: Target, **grid: Any) -> list[dict[str, Any]]:
 
 def _validate(target: str, point: dict[str, Any], options: dict[str, Any]) -> None:
     """Raise what measure()/store.bench() would raise for this point, without measuring."""
-    kwargs = {k: v for k, v in {**options, **point}.items() if k not in ("hw_aes", "directory")}
+    kwargs = {k: v for k, v in {**options, **point}.items()
+              if k not in ("hw_aes", "directory", "min_time", "repeats", "warmup", "stages")}
     hw = point.get("hw_aes", True)
     if not isinstance(hw, bool):
         raise TypeError(f"hw_aes must be a bool, not {type(hw).__name__}")
-    if "warmup" in kwargs and kwargs["warmup"] is None:
-        del kwargs["warmup"]
+    timing = {**options, **point}
+    warmup = timing.get("warmup")
+    _core.check_timing(timing.get("min_time", 0.05), timing.get("repeats", DEFAULT_ROUNDS),
+                       -1.0 if warmup is None else warmup)
     if target == "cipher":
-        _core.measure(kwargs.pop("transformation"), **kwargs, check_only=True)
+        _core.check_kernel(kwargs.pop("transformation"), **kwargs)
     else:
-        _core.store_bench(kwargs.pop("workload"), **kwargs, check_only=True)
+        _core.check_store_bench(kwargs.pop("workload"), **kwargs)
 
 
-def _run_one(target: str, point: dict[str, Any], options: dict[str, Any]) -> Record:
-    kwargs = {**options, **point}  # a run option swept as a list is a point parameter
+def _plan(target: str, point: dict[str, Any], options: dict[str, Any], workers: Workers) -> Plan:
+    kwargs = {k: v for k, v in {**options, **point}.items() if v is not None or k != "warmup"}
     if target == "cipher":
-        return measure(kwargs.pop("transformation"), **kwargs)
-    return store_bench(kwargs.pop("workload"), **kwargs)
+        return plan_kernel(kwargs.pop("transformation"), **kwargs, workers=workers)
+    return plan_bench(kwargs.pop("workload"), **kwargs, workers=workers)
 
 
 def _label(point: dict[str, Any]) -> str:
@@ -248,9 +257,10 @@ def run_points(
     resume: bool | PathLike = False,
     grid: dict[str, Any] | None = None,
 ) -> Results:
-    """Measure explicit points (already expanded) in a shuffled order; see :func:`sweep`."""
+    """Measure explicit points (already expanded) in interleaved rounds; see :func:`sweep`."""
     _check_target(target)
     options = dict(options or {})
+    repeats = options.get("repeats", DEFAULT_ROUNDS)
     if resume is True and out is None:
         raise ValueError("resume=True resumes into out=: give out=path (or resume=path)")
     resume_path = out if resume is True else (resume or None)
@@ -258,13 +268,11 @@ def run_points(
     if out is None and resume_path is not None:
         out = resume_path  # resume into the file we read
     done: dict[tuple[Any, ...], tuple[dict[str, Any], Record]] = {}
-    if prior is not None:
-        done = {point_key(p): (p, m) for p, m in prior.items()}
+    if prior is not None:  # only points with every round: partial ones are measured again
+        done = {point_key(p): (p, m) for p, m in prior.items() if m.n_rounds >= repeats}
     if seed is None:
         seed = random.SystemRandom().randrange(2**32)
-    order = [p for p in points if point_key(p) not in done]
-    # Shuffled so that drift (heat, frequency, other load) spreads over every parameter.
-    random.Random(seed).shuffle(order)
+    todo = [p for p in points if point_key(p) not in done]
     merged_grid = _merged_grid(prior, grid)
 
     def collect(complete: bool) -> Results:
@@ -276,24 +284,25 @@ def run_points(
                        options=options, grid=merged_grid, seed=seed, complete=complete)
 
     interrupted = False
-    with progress_bar(len(order), enabled=progress) as bar:
-        try:
-            for point in order:
-                bar.start(_label(point))
-                done[point_key(point)] = (point, _run_one(target, point, options))
-                bar.done()
-                if out is not None:
-                    collect(False).save(out)
-        except KeyboardInterrupt:
-            interrupted = True
+    if todo:
+        with Workers() as workers:
+            plans = [_plan(target, p, options, workers) for p in todo]
+            try:
+                records, run = run_plans(plans, repeats, seed=seed, progress=progress,
+                                         desc=f"{target} sweep, {len(todo)} points")
+            except KeyboardInterrupt:  # while preparing: nothing measured
+                records, run = [], None
+                interrupted = True
+        interrupted = interrupted or (run is not None and run.interrupted)
+        for p, m in zip(todo, records):
+            done[point_key(p)] = (p, m)
     results = collect(complete=not interrupted)
     if out is not None:
         results.save(out)
     if interrupted:
-        left = sum(point_key(p) not in done for p in points)
-        where = f"; saved to {os.fspath(out)} (resume=True continues)" if out is not None else ""
-        print(f"pycipherbench.sweep interrupted: kept {len(results)} points, {left} not measured"
-              f"{where}", file=sys.stderr)
+        kept = f"{run.rounds} of {repeats} rounds of every point" if run and run.rounds else "nothing"
+        where = f"; saved to {os.fspath(out)} (resume=True measures it again)" if out is not None else ""
+        print(f"pycipherbench.sweep interrupted: kept {kept}{where}", file=sys.stderr)
     return results
 
 
@@ -309,6 +318,14 @@ def sweep(
 ) -> Results:
     """Measure every point of a parameter grid; returns :class:`~pycipherbench.Results`.
 
+    Rounds: every point is prepared once (cipher kernels: buffers, keys and the
+    operation count calibrated; store points build a new store instance every
+    round), then each of the ``repeats`` rounds (default 10) takes one sample of
+    every point, in a fresh random order. A slow period of the machine thus
+    hits every point alike, and :meth:`Results.ratio` of two points pairs their
+    rounds. Intervals (``ci``) are across rounds; ``warnings`` say when the
+    machine was too unstable for the precision shown.
+
     Args:
         target: ``"cipher"`` (parameters of :func:`~pycipherbench.measure`) or
             ``"store"`` (parameters of :func:`pycipherbench.store.bench`).
@@ -318,15 +335,17 @@ def sweep(
             Non-applicable parameters are dropped per point (module docstring).
         seed: seeds the shuffled run order (default: random, recorded in the Results).
         progress: a progress bar with ETA on stderr.
-        out: save the results here after every point (atomic JSON, see Results.save).
+        out: save the results here at the end, or when interrupted (atomic JSON, see
+            Results.save).
         resume: ``True`` continues ``out``, a path continues that file (and saves
             into it unless ``out`` is given): points it already holds are skipped
             and kept. A missing file starts a new sweep.
         skip_invalid: drop points the target rejects (with a warning) instead of
             raising before anything runs.
 
-    Ctrl-C (KeyboardInterrupt) stops the sweep and returns the points measured
-    so far, with ``complete=False`` (and saves them to ``out``).
+    Ctrl-C (KeyboardInterrupt) stops the sweep within about one sample and
+    returns every point with the rounds completed so far (``complete=False``;
+    saved to ``out``; a resumed sweep measures incomplete points again).
     """
     lists, options = _split(target, grid)
     points = _expand(target, lists)

@@ -12,7 +12,8 @@ import pytest
 from pycipherbench import experiments
 from pycipherbench._hwaes import python_command
 
-LINE = re.compile(r"^\* \[(?P<name>[^\]]+)\] (?P<op>ENC|DEC): (?P<rate>\d+\.\d) KB/ms$")
+LINE = re.compile(r"^\* \[(?P<name>[^\]]+)\] (?P<op>ENC|DEC): (?P<rate>\d+\.\d) KB/ms "
+                  r"\[(?P<low>\d+\.\d), (?P<high>\d+\.\d)\]$")
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -30,6 +31,7 @@ def parse_table(out: str) -> tuple[list[str], dict[tuple[str, str], float]]:
         m = LINE.match(line)
         if m:
             rates[(m["name"], m["op"])] = float(m["rate"])
+            assert float(m["low"]) <= float(m["rate"]) <= float(m["high"]), line  # 95% interval
     return groups, rates
 
 
@@ -53,7 +55,8 @@ def test_speed_table_format(speed_json) -> None:
     assert groups == ["AES", "DES", "3DES", "TEA"]
     assert list(rates) == expected_rows()
     assert all(rate > 0 for rate in rates.values())
-    assert re.search(r"^# TEA:AES = \d+\.\d:\d+\.\d -> (AES|TEA) is \d+\.\dx faster", out, re.M)
+    assert re.search(r"^# TEA:AES = \d+\.\d:\d+\.\d -> (AES|TEA) is \d+\.\dx faster "
+                     r"\[\d+\.\d, \d+\.\d\]", out, re.M)
     assert "# Machine: " in out and "OpenSSL" in out
 
 

@@ -49,8 +49,8 @@ def test_sweep_writes_results(two_sweeps) -> None:
     assert r.complete and r.seed == 1 and len(r) == 3 + 6  # AES: no rounds, one row per payload
     assert r.options == {"repeats": 4, "min_time": 0.001, "warmup": 0.0}
     assert all(len(m.samples) == 4 for m in r)
-    assert out.splitlines()[0].split() == ["payload", "transformation", "rounds", "median/op", "IQR",
-                                           "CV", "MB/s", "KB/ms"]
+    assert out.splitlines()[0].split() == ["payload", "transformation", "rounds", "median/op", "95%",
+                                           "interval", "CV", "MB/s", "KB/ms"]
     assert f"9 points written to {a}" in out
 
 
@@ -80,8 +80,10 @@ def test_compare(two_sweeps) -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert "9 matched points" in lines[0]
-    assert lines[1].split()[-5:] == ["baseline", "this", "speedup", "p", "verdict"]
-    assert sum(1 for line in lines if line.rstrip().endswith(("faster", "slower", "difference"))) == 9
+    assert lines[1].split()[-6:] == ["baseline", "this", "speedup", "[95%]", "p", "verdict"]
+    # 4 rounds a side are too few for a verdict between runs: said so, point by point
+    assert sum(1 for line in lines if line.rstrip().endswith("too few rounds")) == 9
+    assert any("rounds" in line and "verdict" in line for line in lines[-3:]), lines[-3:]
 
 
 def test_compare_refuses_other_machine(two_sweeps, tmp_path) -> None:

@@ -28,8 +28,9 @@ DATA = Path(__file__).resolve().parent / "data"
 def test_to_numpy_fields_and_missing_values() -> None:
     r = cipher_results()
     arr = r.to_numpy()
-    assert arr.dtype.names == ("transformation", "payload", "hw_aes", "rounds", "median", "iqr", "cv",
-                               "n_samples", "mb_per_s", "kb_per_ms", "ns_per_op", "cycles_per_byte")
+    assert arr.dtype.names == ("transformation", "payload", "hw_aes", "rounds", "median", "ci_low",
+                               "ci_high", "iqr", "cv", "n_samples", "mb_per_s", "kb_per_ms",
+                               "ns_per_op", "cycles_per_byte")
     assert arr.dtype["transformation"].kind == "U" and arr.dtype["payload"] == np.int64
     assert arr.dtype["hw_aes"] == np.bool_ and arr.dtype["n_samples"] == np.int64
     assert list(arr["rounds"]) == [-1, -1, 16, 16]  # MISSING_INT where rounds does not apply

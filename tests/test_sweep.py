@@ -1,17 +1,17 @@
 """pycipherbench.sweep: grid expansion, applicability rules, run order, Ctrl-C and resume.
 
 Tiny settings everywhere; no timing assertions. Order, interruption and resume
-use a fake measure() so they are exact and instant.
+use fake kernels (in place of _core.Kernel) so they are exact and instant.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from synthetic import cipher
 
 import pycipherbench as pcb
 from pycipherbench import Measurement, Results, load_results
@@ -24,26 +24,51 @@ TINY: dict[str, Any] = dict(min_time=0.001, repeats=2, warmup=0, progress=False)
 GCM, TEA, TEA_REF = "AES/GCM/NoPadding", "TEA/ECB/NoPadding", "TEA-ref/ECB/NoPadding"
 
 
-def fake_measurement(transformation: str, **kw: Any) -> Measurement:
-    return cipher([100.0, 101.0, 102.0], transformation=transformation, op=kw.get("op", "enc"),
-                  payload=kw.get("payload", 64), key_bits=kw.get("key_bits") or 128,
-                  rounds=kw.get("rounds"), iv_len=kw.get("iv_len"), hw_aes=kw.get("hw_aes", True),
-                  min_time=kw.get("min_time", 0.001), repeats=kw.get("repeats", 3), iterations=10,
-                  tsc=False)
-
-
-class FakeMeasure:
-    """Records the calls; raises KeyboardInterrupt on call number `interrupt_at` (0-based)."""
+class FakeKernels:
+    """Stands in for _core.Kernel: records every sample as (round-free) point key, in the
+    order the rounds take them; raises KeyboardInterrupt on sample number `interrupt_at`
+    (0-based). Each sample reports 1000 ns for 10 operations."""
 
     def __init__(self, interrupt_at: int | None = None) -> None:
-        self.calls: list[dict[str, Any]] = []
+        self.samples: list[tuple[Any, ...]] = []
+        self.made: list[dict[str, Any]] = []
         self.interrupt_at = interrupt_at
 
-    def __call__(self, transformation: str, **kw: Any) -> Measurement:
-        if self.interrupt_at is not None and len(self.calls) == self.interrupt_at:
-            raise KeyboardInterrupt
-        self.calls.append({"transformation": transformation, **kw})
-        return fake_measurement(transformation, **kw)
+    def __call__(self, transformation: str, **kw: Any) -> Any:
+        point = {"transformation": transformation, **{k: v for k, v in kw.items() if v is not None}}
+        point = {k: v for k, v in point.items() if not (k in ("op", "scope") and v in ("enc", "message"))}
+        self.made.append(point)
+        fakes = self
+
+        class Kernel:
+            info = {"transformation": transformation, "op": kw.get("op", "enc"),
+                    "scope": kw.get("scope", "message"), "payload": kw.get("payload", 64),
+                    "key_bits": kw.get("key_bits") or 128, "rounds": kw.get("rounds"),
+                    "iv_len": kw.get("iv_len"), "impl": None}
+
+            def calibrate(self, min_time: float, warmup: float = -1.0) -> int:
+                return 10
+
+            def sample(self, iterations: int) -> tuple[int, int, int, int, int]:
+                if fakes.interrupt_at is not None and len(fakes.samples) == fakes.interrupt_at:
+                    raise KeyboardInterrupt
+                fakes.samples.append(point_key(point))
+                return 1000, 0, 1000, 0, 1000
+
+            def close(self) -> None:
+                pass
+
+        return Kernel()
+
+
+@pytest.fixture
+def fake_kernels(monkeypatch: pytest.MonkeyPatch) -> Callable[..., FakeKernels]:
+    """Installs FakeKernels(...) as _core.Kernel and returns it."""
+    def install(interrupt_at: int | None = None) -> FakeKernels:
+        fake = FakeKernels(interrupt_at)
+        monkeypatch.setattr(importlib.import_module("pycipherbench._core"), "Kernel", fake)
+        return fake
+    return install
 
 
 GRID: dict[str, Any] = dict(transformation=[GCM, TEA, TEA_REF], payload=[16, 64, 256, 4096],
@@ -102,12 +127,11 @@ def test_store_rules() -> None:
     assert len({point_key(p) for p in points}) == len(points)
 
 
-def test_invalid_point_fails_before_running(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = FakeMeasure()
-    monkeypatch.setattr(sw, "measure", fake)
+def test_invalid_point_fails_before_running(fake_kernels: Callable[..., FakeKernels]) -> None:
+    fake = fake_kernels()
     with pytest.raises(ValueError, match="1 of 2 points are invalid"):
         pcb.sweep("cipher", transformation=["AES/CBC/NoPadding"], payload=[100, 160], **TINY)
-    assert fake.calls == []
+    assert fake.made == []
     with pytest.warns(UserWarning, match="skipping 1 invalid point"):
         r = pcb.sweep("cipher", transformation=["AES/CBC/NoPadding"], payload=[100, 160],
                       skip_invalid=True, **TINY)
@@ -144,58 +168,82 @@ def test_store_sweep_and_hw_aes_off() -> None:
 def test_progress_bar_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
     pcb.sweep("cipher", transformation=[GCM], payload=[16, 64], **{**TINY, "progress": True})
     err = capsys.readouterr().err
-    assert "ETA" in err and "2/2" in err
+    assert "ETA" in err and "4/4" in err  # 2 rounds x 2 points
 
 
-# -- order, interruption, resume (fake measure)
-def test_shuffled_order_is_deterministic_with_seed(monkeypatch: pytest.MonkeyPatch) -> None:
-    def order(seed: int) -> list[tuple[Any, ...]]:
-        fake = FakeMeasure()
-        monkeypatch.setattr(sw, "measure", fake)
-        r = pcb.sweep("cipher", seed=seed, **GRID, **TINY)
-        assert [point_key(p) for p in r.params] == [point_key(p) for p in sw.expand_grid("cipher", **GRID)]
-        return [point_key({k: v for k, v in c.items() if k not in TINY}) for c in fake.calls]
+def test_repeats_is_one_number_for_the_whole_sweep() -> None:
+    with pytest.raises(ValueError, match="rounds of the whole sweep"):
+        pcb.sweep("cipher", transformation=[GCM], payload=[16], repeats=[2, 3], min_time=0.001)
 
+
+# -- rounds, interruption, resume (fake kernels)
+def test_rounds_interleave_points_in_a_fresh_order(fake_kernels: Callable[..., FakeKernels]) -> None:
     grid_order = [point_key(p) for p in sw.expand_grid("cipher", **GRID)]
-    assert order(7) == order(7)
-    assert sorted(order(7)) == sorted(grid_order)
-    assert order(7) != grid_order and order(7) != order(8)
+    n = len(grid_order)
+
+    def order(seed: int) -> list[tuple[Any, ...]]:
+        fake = fake_kernels()
+        r = pcb.sweep("cipher", seed=seed, **GRID, **{**TINY, "repeats": 3})
+        assert [point_key(p) for p in r.params] == grid_order  # results in grid order
+        assert all(len(m.samples) == 3 for m in r)
+        assert len(fake.made) == n  # each kernel prepared once, sampled every round
+        return fake.samples
+
+    a = order(7)
+    assert a == order(7)                                    # the seed fixes the order
+    rounds = [a[i * n:(i + 1) * n] for i in range(3)]
+    assert all(sorted(r) == sorted(grid_order) for r in rounds)  # every point once per round
+    assert rounds[0] != rounds[1] and a != order(8)          # a fresh shuffle each round and seed
+    assert rounds[0] != grid_order
 
 
-def test_keyboard_interrupt_keeps_finished_points(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    monkeypatch.setattr(sw, "measure", FakeMeasure(interrupt_at=3))
+def test_keyboard_interrupt_keeps_complete_rounds(fake_kernels: Callable[..., FakeKernels],
+                                                  tmp_path) -> None:
+    n = len(sw.expand_grid("cipher", **GRID))
+    fake_kernels(interrupt_at=n + 3)  # in round 2
     out = tmp_path / "r.json"
     r = pcb.sweep("cipher", seed=0, out=out, **GRID, **TINY)
-    assert len(r) == 3 and not r.complete
+    assert len(r) == n and not r.complete
+    assert all(len(m.samples) == 1 for m in r)  # round 1 only: the partial round is dropped
+    assert any("interrupted" in w for w in r[0].warnings)
     saved = load_results(out)
-    assert len(saved) == 3 and not saved.complete
+    assert len(saved) == n and not saved.complete
     assert [point_key(p) for p in saved.params] == [point_key(p) for p in r.params]
+    fake_kernels(interrupt_at=3)  # in round 1: nothing complete
+    r = pcb.sweep("cipher", seed=0, out=out, **GRID, **TINY)
+    assert len(r) == 0 and not r.complete
 
 
-def test_resume_skips_points_already_measured(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+def test_resume_measures_only_missing_or_incomplete_points(
+        fake_kernels: Callable[..., FakeKernels], tmp_path) -> None:
     out = tmp_path / "r.json"
-    total = len(sw.expand_grid("cipher", **GRID))
-    monkeypatch.setattr(sw, "measure", FakeMeasure(interrupt_at=5))
-    first = pcb.sweep("cipher", seed=0, out=out, **GRID, **TINY)
-    fake = FakeMeasure()
-    monkeypatch.setattr(sw, "measure", fake)
+    small = dict(GRID, payload=[16, 64])
+    first = pcb.sweep("cipher", seed=0, out=out, **small, **TINY)
+    assert first.complete
+    fake = fake_kernels()
     r = pcb.sweep("cipher", seed=0, out=out, resume=True, **GRID, **TINY)
-    assert len(fake.calls) == total - 5
+    total = len(sw.expand_grid("cipher", **GRID))
     assert r.complete and len(r) == total
     done_before = {point_key(p) for p in first.params}
-    remeasured = {point_key({k: v for k, v in c.items() if k not in TINY}) for c in fake.calls}
-    assert not done_before & remeasured
+    prepared = {point_key(p) for p in fake.made}
+    assert len(prepared) == total - len(first) and not done_before & prepared
     assert load_results(out).complete and len(load_results(out)) == total
     # resume=path reads that file and saves into it; nothing left to do
-    fake2 = FakeMeasure()
-    monkeypatch.setattr(sw, "measure", fake2)
+    fake2 = fake_kernels()
     again = pcb.sweep("cipher", resume=out, **GRID, **TINY)
-    assert fake2.calls == [] and len(again) == total
+    assert fake2.made == [] and len(again) == total
+    # an interrupted file's points (fewer rounds than asked) are measured again
+    part = tmp_path / "part.json"
+    fake_kernels(interrupt_at=total + 1)
+    pcb.sweep("cipher", seed=0, out=part, **GRID, **TINY)
+    fake3 = fake_kernels()
+    r = pcb.sweep("cipher", seed=0, out=part, resume=True, **GRID, **TINY)
+    assert r.complete and len(fake3.made) == total and all(len(m.samples) == 2 for m in r)
 
 
 def test_resume_missing_file_starts_fresh_and_refuses_other_machine(
         monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    monkeypatch.setattr(sw, "measure", FakeMeasure())
+    monkeypatch.setattr(importlib.import_module("pycipherbench._core"), "Kernel", FakeKernels())
     out = tmp_path / "new.json"
     r = pcb.sweep("cipher", out=out, resume=True, transformation=[GCM], payload=[16], **TINY)
     assert len(r) == 1 and out.exists()

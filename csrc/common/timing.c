@@ -1,14 +1,15 @@
 /*
- * common/timing.c — the timing engine (see pcb_timing.h).
+ * common/timing.c — the timing engine (see timing.h).
  *
  * Method: warm up for warmup_ns (at least one call), then grow the
  * operation count geometrically until one call lasts min_time_ns, then scale
- * it so a sample lands just above min_time_ns, then time `repeats` samples of
- * that many operations each. Only fn's work sits between the clock reads.
+ * it so a sample lands just above min_time_ns. A sample times that many
+ * operations; only fn's work sits between the clock reads.
  */
 #define _GNU_SOURCE
 #include "common/timing.h"
 
+#include <sys/resource.h>
 #include <time.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -54,6 +55,20 @@ static inline uint64_t read_tsc(int have_tsc)
 
 #define NOT_SELF_TIMED UINT64_MAX
 
+/* This thread's CPU time (ns) and involuntary context switches so far. */
+static void thread_usage(uint64_t *cpu_ns, uint64_t *nivcsw)
+{
+    struct timespec ts;
+    *cpu_ns = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0
+              ? (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec : 0;
+    *nivcsw = 0;
+#if defined(__linux__) && defined(RUSAGE_THREAD)
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0)
+        *nivcsw = (uint64_t)ru.ru_nivcsw;
+#endif
+}
+
 /* One call of fn over n operations, wall-clock. Calibration sizes samples by
  * wall time even for self-timed functions: their untimed work (waiting for a
  * write to become durable, say) may dwarf the timed part, and a sample must
@@ -67,21 +82,20 @@ static int timed_call(pcb_run_fn fn, void *arg, uint64_t n, uint64_t *dt)
     return rc;
 }
 
-int pcb_time_kernel(pcb_run_fn fn, void *arg, const pcb_timing_params *params,
-                    pcb_timing_result *result)
+int pcb_timing_warmup(pcb_run_fn fn, void *arg, uint64_t warmup_ns)
 {
-    const int have_tsc = pcb_tsc_available();
-    const uint64_t min_ns = params->min_time_ns ? params->min_time_ns : 1;
-    uint64_t n = 1, t0, dt;
-
-    /* Warm-up: caches, branch predictors, page faults, CPU frequency. */
-    t0 = pcb_clock_ns();
+    uint64_t t0 = pcb_clock_ns(), dt;
     do {
         if (timed_call(fn, arg, 1, &dt) != 0)
             return -1;
-    } while (pcb_clock_ns() - t0 < params->warmup_ns);
+    } while (pcb_clock_ns() - t0 < warmup_ns);
+    return 0;
+}
 
-    /* Calibration: find n with one call of n operations >= min_ns. */
+int pcb_timing_calibrate(pcb_run_fn fn, void *arg, uint64_t min_time_ns, uint64_t *iterations)
+{
+    const uint64_t min_ns = min_time_ns ? min_time_ns : 1;
+    uint64_t n = 1, dt;
     for (;;) {
         if (timed_call(fn, arg, n, &dt) != 0)
             return -1;
@@ -99,25 +113,52 @@ int pcb_time_kernel(pcb_run_fn fn, void *arg, const pcb_timing_params *params,
         if (fit >= 1 && fit < n)
             n = fit;
     }
-
-    result->iterations = n;
-    result->repeats = params->repeats;
-    for (uint32_t i = 0; i < params->repeats; i++) {
-        uint64_t self = NOT_SELF_TIMED;
-        uint64_t c0 = read_tsc(have_tsc);
-        t0 = pcb_clock_ns();
-        int rc = fn(arg, n, &self);
-        dt = pcb_clock_ns() - t0;
-        uint64_t c1 = read_tsc(have_tsc);
-        if (rc != 0)
-            return -1;
-        if (self != NOT_SELF_TIMED) {
-            /* Scale the ticks to the part fn timed itself. */
-            c1 = c0 + (uint64_t)((double)(c1 - c0) * ((double)self / (double)(dt ? dt : 1)));
-            dt = self;
-        }
-        result->elapsed_ns[i] = dt;
-        result->tsc_ticks[i] = c1 - c0;
-    }
+    *iterations = n;
     return 0;
+}
+
+int pcb_timing_sample(pcb_run_fn fn, void *arg, uint64_t n, pcb_sample *out)
+{
+    const int have_tsc = pcb_tsc_available();
+    uint64_t self = NOT_SELF_TIMED, cpu0, cpu1, sw0, sw1;
+    thread_usage(&cpu0, &sw0);
+    uint64_t c0 = read_tsc(have_tsc);
+    uint64_t t0 = pcb_clock_ns();
+    int rc = fn(arg, n, &self);
+    uint64_t dt = pcb_clock_ns() - t0;
+    uint64_t c1 = read_tsc(have_tsc);
+    thread_usage(&cpu1, &sw1);
+    if (rc != 0)
+        return -1;
+    out->call_ns = dt;
+    out->cpu_ns = cpu1 >= cpu0 ? cpu1 - cpu0 : 0;
+    out->nivcsw = sw1 >= sw0 ? sw1 - sw0 : 0;
+    if (self != NOT_SELF_TIMED) {
+        /* Scale the ticks to the part fn timed itself. */
+        c1 = c0 + (uint64_t)((double)(c1 - c0) * ((double)self / (double)(dt ? dt : 1)));
+        dt = self;
+    }
+    out->elapsed_ns = dt;
+    out->tsc_ticks = c1 - c0;
+    return 0;
+}
+
+void pcb_timing_canary(uint64_t n, pcb_sample *out)
+{
+    const int have_tsc = pcb_tsc_available();
+    uint64_t cpu0, cpu1, sw0, sw1, x = 1;
+    thread_usage(&cpu0, &sw0);
+    uint64_t c0 = read_tsc(have_tsc);
+    uint64_t t0 = pcb_clock_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        x += i;
+        __asm__ volatile("" : "+r"(x)); /* one dependent add per step, not folded */
+    }
+    uint64_t dt = pcb_clock_ns() - t0;
+    uint64_t c1 = read_tsc(have_tsc);
+    thread_usage(&cpu1, &sw1);
+    out->elapsed_ns = out->call_ns = dt;
+    out->tsc_ticks = c1 - c0;
+    out->cpu_ns = cpu1 >= cpu0 ? cpu1 - cpu0 : 0;
+    out->nivcsw = sw1 >= sw0 ? sw1 - sw0 : 0;
 }

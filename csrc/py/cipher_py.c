@@ -1,6 +1,7 @@
 /*
  * py/cipher_py.c — the cipher entry points: ciphers(), tea_impls(), the
- * one-shot encrypt()/decrypt(), and measure(), the timed kernel.
+ * one-shot encrypt()/decrypt(), the Kernel type (a prepared, timed kernel),
+ * check_kernel() and the canary.
  *
  * Owns: their argument parsing (transformation names, keys, IVs, associated
  * data, rounds, measure's op/scope/sizes), the buffers measure prepares with
@@ -255,26 +256,23 @@ static PyObject *core_decrypt(PyObject *module, PyObject *args, PyObject *kwargs
 
 enum { SCOPE_STREAM, SCOPE_MESSAGE, SCOPE_REKEY };
 
-/* measure()'s validated arguments. */
+/* A kernel's validated arguments. */
 typedef struct {
     const pcb_transform *t;
-    int encrypt, scope, check_only;
+    int encrypt, scope;
     const char *scope_name;
     long long payload; /* bytes */
     size_t key_len, iv_len; /* bytes; iv_len 0: the mode has none */
     uint32_t rounds;
-    double min_time, warmup; /* seconds; warmup resolved */
-    pcb_timing_params tp;
 } measure_args;
 
-/* What measure prepares before the clock starts, and frees after. */
+/* What a kernel prepares before any clock starts, and frees when closed. */
 typedef struct {
     uint8_t key[64], iv[128];
     uint8_t *in, *out;
     size_t ct_cap, in_len;
     pcb_cipher c;
     int opened;
-    pcb_timing_result tr;
 } measure_bufs;
 
 /* The arguments that depend on the transformation: key_bits, rounds, iv_len
@@ -330,19 +328,16 @@ static int measure_cipher_args(module_state *ms, measure_args *a, PyObject *key_
 static int measure_parse(module_state *ms, PyObject *args, PyObject *kwargs, measure_args *a)
 {
     static char *kwlist[] = {"transformation", "op", "payload", "key_bits", "rounds", "scope",
-                             "iv_len", "min_time", "repeats", "warmup", "check_only", NULL};
+                             "iv_len", NULL};
     const char *name, *op = "enc";
     PyObject *payload_obj = NULL, *key_bits_obj = Py_None, *rounds_obj = Py_None;
-    PyObject *iv_len_obj = Py_None, *repeats_obj = NULL;
+    PyObject *iv_len_obj = Py_None;
 
     a->scope_name = "message";
-    a->min_time = 0.05;
-    a->warmup = -1.0;
     a->payload = 10LL << 20;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$sOOOsOdOdp:measure", kwlist, &name, &op,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$sOOOsO:Kernel", kwlist, &name, &op,
                                      &payload_obj, &key_bits_obj, &rounds_obj, &a->scope_name,
-                                     &iv_len_obj, &a->min_time, &repeats_obj, &a->warmup,
-                                     &a->check_only))
+                                     &iv_len_obj))
         return 0;
     if ((a->t = lookup(ms, name)) == NULL)
         return 0;
@@ -362,6 +357,7 @@ static int measure_parse(module_state *ms, PyObject *args, PyObject *kwargs, mea
         return 0;
     }
     a->scope = i;
+    a->scope_name = scopes[i]; /* static: the argument's own text dies with the call */
     if (a->scope == SCOPE_STREAM && a->t->mode == PCB_MODE_SIV) {
         PyErr_Format(PyExc_ValueError,
                      "%s has no stream scope: SIV must see the whole message first; "
@@ -369,8 +365,6 @@ static int measure_parse(module_state *ms, PyObject *args, PyObject *kwargs, mea
         return 0;
     }
     if (payload_obj && !pcb_int_arg(payload_obj, "payload (bytes)", 1, MAX_PAYLOAD, &a->payload))
-        return 0;
-    if (!pcb_timing_args(repeats_obj, a->min_time, &a->warmup, &a->tp))
         return 0;
     return measure_cipher_args(ms, a, key_bits_obj, rounds_obj, iv_len_obj);
 }
@@ -404,8 +398,6 @@ static int measure_prepare(module_state *ms, const measure_args *a, measure_bufs
 
     b->ct_cap = pcb_max_output(a->t, 1, plain_len);
     size_t out_cap = b->ct_cap + 64;
-    if (!pcb_samples_alloc(&b->tr, &a->tp))
-        return 0;
     b->in = stream ? NULL : malloc(b->ct_cap + 64);
     b->out = malloc(out_cap);
     if (b->out == NULL || (!stream && b->in == NULL)) {
@@ -445,7 +437,7 @@ static void measure_free(measure_bufs *b)
         OPENSSL_cleanse(b->in, b->ct_cap);
     free(b->in);
     free(b->out);
-    pcb_samples_free(&b->tr);
+    memset(b, 0, sizeof *b);
 }
 
 typedef struct {
@@ -492,67 +484,184 @@ static int bench_run(void *p, uint64_t n, uint64_t *self_ns)
     return 0;
 }
 
-/* measure()'s dict of the arguments used and the raw samples. */
-static PyObject *measure_result(const measure_args *a, const measure_bufs *b)
-{
-    const pcb_transform *t = a->t;
-    const pcb_timing_result *tr = &b->tr;
-    PyObject *result = NULL;
-    PyObject *elapsed_list = pcb_u64_list(tr->elapsed_ns, tr->repeats);
-    PyObject *ticks_list = pcb_tsc_available() ? pcb_u64_list(tr->tsc_ticks, tr->repeats)
-                                               : Py_NewRef(Py_None);
-    const char *impl = pcb_has_rounds(t) ? pcb_tea_impl_name(b->c.tea.impl) : NULL;
-    if (elapsed_list && ticks_list)
-        result = Py_BuildValue(
-            "{s:s,s:s,s:s,s:L,s:n,s:N,s:N,s:d,s:d,s:I,s:K,s:O,s:O,s:z}",
-            "transformation", t->name, "op", a->encrypt ? "enc" : "dec", "scope", a->scope_name,
-            "payload", a->payload, "key_bits", (Py_ssize_t)a->key_len * 8,
-            "rounds", pcb_has_rounds(t) ? PyLong_FromUnsignedLong(a->rounds) : Py_NewRef(Py_None),
-            "iv_len", a->iv_len ? PyLong_FromSize_t(a->iv_len) : Py_NewRef(Py_None),
-            "min_time", a->min_time, "warmup", a->warmup, "repeats", (unsigned)tr->repeats,
-            "iterations", (unsigned long long)tr->iterations, "elapsed_ns", elapsed_list,
-            "tsc_ticks", ticks_list, "impl", impl);
-    Py_XDECREF(elapsed_list);
-    Py_XDECREF(ticks_list);
-    return result;
-}
+/* ------------------------------------------------------------ Kernel */
 
-static PyObject *core_measure(PyObject *module, PyObject *args, PyObject *kwargs)
-{
-    module_state *ms = pcb_module_state(module);
+typedef struct {
+    PyObject_HEAD
     measure_args a;
     measure_bufs b;
     bench_arg arg;
-    PyObject *result = NULL;
-    int rc;
+    pcb_timed timed;
+} KernelObject;
 
-    memset(&a, 0, sizeof a);
-    if (!measure_parse(ms, args, kwargs, &a))
+static module_state *kernel_state(PyObject *self)
+{
+    return (module_state *)PyType_GetModuleState(Py_TYPE(self));
+}
+
+/* Everything filled and keyed before any clock runs; the timed function and
+ * its argument wired up. NULL with an exception set. */
+static PyObject *Kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    module_state *ms = (module_state *)PyType_GetModuleState(type);
+    KernelObject *k = (KernelObject *)type->tp_alloc(type, 0);
+    if (k == NULL)
         return NULL;
-    if (a.check_only) /* the arguments are valid; the caller measures elsewhere */
-        Py_RETURN_NONE;
-    memset(&b, 0, sizeof b);
-    if (!measure_prepare(ms, &a, &b))
-        goto done;
-    memset(&arg, 0, sizeof arg);
-    arg.c = &b.c;
-    arg.scope = a.scope;
-    arg.vary_iv = a.encrypt && a.iv_len > 0 && a.scope != SCOPE_STREAM;
-    arg.in = a.scope == SCOPE_STREAM ? b.out : b.in; /* stream: in place, as openssl speed */
-    arg.in_len = b.in_len;
-    arg.out = b.out;
+    k->timed.closed = 1; /* until prepared */
+    if (!measure_parse(ms, args, kwargs, &k->a) || !measure_prepare(ms, &k->a, &k->b)) {
+        Py_DECREF(k);
+        return NULL;
+    }
+    bench_arg *arg = &k->arg;
+    arg->c = &k->b.c;
+    arg->scope = k->a.scope;
+    arg->vary_iv = k->a.encrypt && k->a.iv_len > 0 && k->a.scope != SCOPE_STREAM;
+    arg->in = k->a.scope == SCOPE_STREAM ? k->b.out : k->b.in; /* stream: in place, as openssl speed */
+    arg->in_len = k->b.in_len;
+    arg->out = k->b.out;
+    k->timed = (pcb_timed){bench_run, arg, &arg->st, 0, 0};
+    return (PyObject *)k;
+}
 
+static void Kernel_close_bufs(KernelObject *k)
+{
+    measure_free(&k->b);
+    k->timed.closed = 1;
+}
+
+static void Kernel_dealloc(KernelObject *k)
+{
+    PyTypeObject *tp = Py_TYPE(k);
+    Kernel_close_bufs(k);
+    tp->tp_free(k);
+    Py_DECREF(tp);
+}
+
+static PyObject *Kernel_calibrate(KernelObject *k, PyObject *args, PyObject *kwargs)
+{
+    return pcb_timed_calibrate(kernel_state((PyObject *)k), &k->timed, args, kwargs);
+}
+
+static PyObject *Kernel_sample(KernelObject *k, PyObject *n)
+{
+    return pcb_timed_sample(kernel_state((PyObject *)k), &k->timed, n);
+}
+
+static PyObject *Kernel_close(KernelObject *k, PyObject *Py_UNUSED(ignored))
+{
+    if (k->timed.busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the kernel is in use by another thread");
+        return NULL;
+    }
+    Kernel_close_bufs(k);
+    Py_RETURN_NONE;
+}
+
+/* The arguments used: what a Measurement records of the kernel. */
+static PyObject *Kernel_info(KernelObject *k, void *Py_UNUSED(closure))
+{
+    const measure_args *a = &k->a;
+    const pcb_transform *t = a->t;
+    const char *impl = pcb_has_rounds(t) ? pcb_tea_impl_name(k->b.c.tea.impl) : NULL;
+    return Py_BuildValue(
+        "{s:s,s:s,s:s,s:L,s:n,s:N,s:N,s:z}",
+        "transformation", t->name, "op", a->encrypt ? "enc" : "dec", "scope", a->scope_name,
+        "payload", a->payload, "key_bits", (Py_ssize_t)a->key_len * 8,
+        "rounds", pcb_has_rounds(t) ? PyLong_FromUnsignedLong(a->rounds) : Py_NewRef(Py_None),
+        "iv_len", a->iv_len ? PyLong_FromSize_t(a->iv_len) : Py_NewRef(Py_None), "impl", impl);
+}
+
+static PyMethodDef Kernel_methods[] = {
+    {"calibrate", (PyCFunction)(void (*)(void))Kernel_calibrate, METH_VARARGS | METH_KEYWORDS,
+     "calibrate(min_time, warmup=-1.0) -> int\n\nWarm up (default: as long as min_time), then "
+     "return the operation count that makes one sample last at least min_time seconds."},
+    {"sample", (PyCFunction)Kernel_sample, METH_O,
+     "sample(iterations) -> (elapsed_ns, tsc_ticks, cpu_ns, nivcsw, call_ns)\n\n"
+     "Time `iterations` operations with the GIL released."},
+    {"close", (PyCFunction)Kernel_close, METH_NOARGS, "close()\n\nFree the buffers and keys."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyObject *Kernel_closed(KernelObject *k, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(k->timed.closed);
+}
+
+static PyGetSetDef Kernel_getset[] = {
+    {"closed", (getter)Kernel_closed, NULL, "True once close() has run.", NULL},
+    {"info", (getter)Kernel_info, NULL, "The kernel's parameters, as used (a dict).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyDoc_STRVAR(Kernel_doc,
+             "Kernel(transformation, *, op='enc', payload=10485760, key_bits=None, rounds=None,\n"
+             "       scope='message', iv_len=None)\n\n"
+             "One cipher kernel, prepared: buffers filled with random data, a valid\n"
+             "ciphertext made for decryption, the cipher keyed. calibrate() and sample()\n"
+             "time it in C with the GIL released; pycipherbench.measure() runs the rounds.");
+
+static PyType_Slot Kernel_slots[] = {
+    {Py_tp_doc, (void *)Kernel_doc},
+    {Py_tp_new, Kernel_new},
+    {Py_tp_dealloc, Kernel_dealloc},
+    {Py_tp_methods, Kernel_methods},
+    {Py_tp_getset, Kernel_getset},
+    {0, NULL},
+};
+
+static PyType_Spec Kernel_spec = {
+    .name = "pycipherbench._core.Kernel",
+    .basicsize = sizeof(KernelObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = Kernel_slots,
+};
+
+int pcb_kernel_type_exec(PyObject *module, module_state *ms)
+{
+    ms->KernelType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &Kernel_spec, NULL);
+    if (ms->KernelType == NULL || PyModule_AddType(module, ms->KernelType) < 0)
+        return -1;
+    return 0;
+}
+
+/* check_kernel(...): Kernel's argument checks without preparing anything. */
+static PyObject *core_check_kernel(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    measure_args a;
+    memset(&a, 0, sizeof a);
+    if (!measure_parse(pcb_module_state(module), args, kwargs, &a))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* check_timing(min_time, repeats, warmup=-1.0): the timing arguments'
+ * rules, in one place for every Python entry point. */
+static PyObject *core_check_timing(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"min_time", "repeats", "warmup", NULL};
+    double min_time, warmup = -1.0;
+    PyObject *repeats_obj;
+    long long repeats;
+    uint64_t min_ns, warmup_ns;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "dO|d:check_timing", kwlist, &min_time,
+                                     &repeats_obj, &warmup)
+        || !pcb_int_arg(repeats_obj, "repeats", 1, 100000, &repeats)
+        || !pcb_time_args(min_time, &warmup, &min_ns, &warmup_ns))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* canary(n) -> sample tuple: n dependent additions (see common/timing.h). */
+static PyObject *core_canary(PyObject *Py_UNUSED(module), PyObject *n_obj)
+{
+    long long n;
+    pcb_sample s;
+    if (!pcb_int_arg(n_obj, "n", 1, (long long)1 << 40, &n))
+        return NULL;
     Py_BEGIN_ALLOW_THREADS
-    rc = pcb_time_kernel(bench_run, &arg, &a.tp, &b.tr);
+    pcb_timing_canary((uint64_t)n, &s);
     Py_END_ALLOW_THREADS
-
-    if (rc != 0)
-        pcb_raise_status(ms, &arg.st);
-    else
-        result = measure_result(&a, &b);
-done:
-    measure_free(&b);
-    return result;
+    return pcb_sample_tuple(&s);
 }
 
 /* ----------------------------------------------------------- the rest */
@@ -598,13 +707,12 @@ PyDoc_STRVAR(decrypt_doc,
              "decrypt(transformation, key, data, *, iv=None, aad=None, rounds=None) -> bytes\n\n"
              "Decrypt one whole message; raises DecryptionError when a tag, synthetic IV\n"
              "or padding does not check out.");
-PyDoc_STRVAR(measure_doc,
-             "measure(transformation, *, op='enc', payload=10485760, key_bits=None, rounds=None,\n"
-             "        scope='message', iv_len=None, min_time=0.05, repeats=7, warmup=-1.0,\n"
-             "        check_only=False) -> dict | None\n\n"
-             "Time a kernel in C with the GIL released; returns the raw samples.\n"
-             "check_only=True validates the arguments and returns None.\n"
-             "Use pycipherbench.measure() for a Measurement.");
+PyDoc_STRVAR(check_kernel_doc,
+             "check_kernel(transformation, *, op='enc', payload=10485760, key_bits=None,\n"
+             "             rounds=None, scope='message', iv_len=None) -> None\n\n"
+             "Kernel()'s argument checks, preparing nothing (fast validation of a sweep).");
+PyDoc_STRVAR(canary_doc, "canary(n, /) -> (elapsed_ns, tsc_ticks, cpu_ns, nivcsw, call_ns)\n\n"
+             "n dependent additions, timed with the GIL released: the machine's speed now.");
 PyDoc_STRVAR(tea_impls_doc, "tea_impls() -> list[str]\n\n"
              "The optimized TEA/XTEA implementations this CPU can run, slowest first.");
 
@@ -612,7 +720,13 @@ PyMethodDef pcb_cipher_functions[] = {
     {"ciphers", core_ciphers, METH_NOARGS, ciphers_doc},
     {"encrypt", (PyCFunction)(void (*)(void))core_encrypt, METH_VARARGS | METH_KEYWORDS, encrypt_doc},
     {"decrypt", (PyCFunction)(void (*)(void))core_decrypt, METH_VARARGS | METH_KEYWORDS, decrypt_doc},
-    {"measure", (PyCFunction)(void (*)(void))core_measure, METH_VARARGS | METH_KEYWORDS, measure_doc},
+    {"check_kernel", (PyCFunction)(void (*)(void))core_check_kernel, METH_VARARGS | METH_KEYWORDS,
+     check_kernel_doc},
+    {"canary", core_canary, METH_O, canary_doc},
+    {"check_timing", (PyCFunction)(void (*)(void))core_check_timing, METH_VARARGS | METH_KEYWORDS,
+     "check_timing(min_time, repeats, warmup=-1.0) -> None\n\n"
+     "The timing arguments' checks: repeats (rounds) in [1, 100000], min_time in (0, 60] s,\n"
+     "warmup in [0, 60] s or -1 (as long as min_time)."},
     {"tea_impls", core_tea_impls, METH_NOARGS, tea_impls_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -169,6 +169,13 @@ static int exec_store_types(PyObject *module)
     return pcb_store_types_exec(module, pcb_module_state(module));
 }
 
+static int exec_kernel_types(PyObject *module)
+{
+    module_state *ms = pcb_module_state(module);
+    return pcb_kernel_type_exec(module, ms) < 0 || pcb_store_kernel_type_exec(module, ms) < 0
+           ? -1 : 0;
+}
+
 static int exec_functions(PyObject *module)
 {
     if (PyModule_AddFunctions(module, pcb_cipher_functions) < 0
@@ -184,6 +191,8 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg)
         Py_VISIT(*exception_slot(ms, i));
     Py_VISIT(ms->StoreType);
     Py_VISIT(ms->EditorType);
+    Py_VISIT(ms->KernelType);
+    Py_VISIT(ms->StoreKernelType);
     return 0;
 }
 
@@ -194,6 +203,8 @@ static int core_clear(PyObject *module)
         Py_CLEAR(*exception_slot(ms, i));
     Py_CLEAR(ms->StoreType);
     Py_CLEAR(ms->EditorType);
+    Py_CLEAR(ms->KernelType);
+    Py_CLEAR(ms->StoreKernelType);
     return 0;
 }
 
@@ -212,6 +223,7 @@ static PyModuleDef_Slot core_slots[] = {
     {Py_mod_exec, exec_engine},
     {Py_mod_exec, exec_constants},
     {Py_mod_exec, exec_store_types},
+    {Py_mod_exec, exec_kernel_types},
     {Py_mod_exec, exec_functions},
 #ifdef Py_mod_multiple_interpreters
     /* Every Python object lives in module state or in heap types made per

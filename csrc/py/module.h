@@ -33,6 +33,8 @@ typedef struct {
     PyObject *ReservedNameError;
     PyTypeObject *StoreType;
     PyTypeObject *EditorType;
+    PyTypeObject *KernelType;
+    PyTypeObject *StoreKernelType;
 } module_state;
 
 static inline module_state *pcb_module_state(PyObject *module)
@@ -40,8 +42,10 @@ static inline module_state *pcb_module_state(PyObject *module)
     return (module_state *)PyModule_GetState(module);
 }
 
-/* cipher_py.c: ciphers, encrypt, decrypt, measure, tea_impls. */
+/* cipher_py.c: ciphers, encrypt, decrypt, check_kernel, canary, tea_impls;
+ * and the Kernel type (created into ms, added to the module; 0 or -1). */
 extern PyMethodDef pcb_cipher_functions[];
+int pcb_kernel_type_exec(PyObject *module, module_state *ms);
 
 /* store_py.c: creates the Store and Editor types into ms and adds them to
  * the module; 0, or -1 with an exception set. */
@@ -53,7 +57,9 @@ int pcb_store_options_arg(int encrypted, const char *key_encryption,
                           const char *value_encryption, const char *layout, int cache,
                           int faithful, pcb_store_options *opt);
 
-/* store_bench_py.c: store_bench. */
+/* store_bench_py.c: check_store_bench, and the StoreKernel type (created
+ * into ms, added to the module; 0 or -1). */
 extern PyMethodDef pcb_store_bench_functions[];
+int pcb_store_kernel_type_exec(PyObject *module, module_state *ms);
 
 #endif /* PCB_PY_MODULE_H */

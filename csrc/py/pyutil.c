@@ -128,41 +128,76 @@ static int seconds_error(const char *what, const char *range, double v)
     return 0;
 }
 
-int pcb_timing_args(PyObject *repeats_obj, double min_time, double *warmup,
-                    pcb_timing_params *tp)
+int pcb_time_args(double min_time, double *warmup, uint64_t *min_ns, uint64_t *warmup_ns)
 {
-    long long repeats = 7;
-    if (repeats_obj && !pcb_int_arg(repeats_obj, "repeats", 1, 100000, &repeats))
-        return 0;
     if (!(min_time > 0.0 && min_time <= 60.0))
         return seconds_error("min_time", "(0, 60]", min_time);
     if (*warmup == -1.0) /* the default: warm up as long as one sample */
         *warmup = min_time;
     if (!(*warmup >= 0.0 && *warmup <= 60.0))
         return seconds_error("warmup", "[0, 60]", *warmup);
-    tp->min_time_ns = (uint64_t)(min_time * 1e9);
-    tp->warmup_ns = (uint64_t)(*warmup * 1e9);
-    tp->repeats = (uint32_t)repeats;
+    *min_ns = (uint64_t)(min_time * 1e9);
+    *warmup_ns = (uint64_t)(*warmup * 1e9);
     return 1;
 }
 
-int pcb_samples_alloc(pcb_timing_result *tr, const pcb_timing_params *tp)
+PyObject *pcb_sample_tuple(const pcb_sample *s)
 {
-    memset(tr, 0, sizeof *tr);
-    tr->elapsed_ns = PyMem_Calloc(tp->repeats, sizeof(uint64_t));
-    tr->tsc_ticks = PyMem_Calloc(tp->repeats, sizeof(uint64_t));
-    if (tr->elapsed_ns == NULL || tr->tsc_ticks == NULL) {
-        PyErr_NoMemory();
+    return Py_BuildValue("(KKKKK)", (unsigned long long)s->elapsed_ns,
+                         (unsigned long long)s->tsc_ticks, (unsigned long long)s->cpu_ns,
+                         (unsigned long long)s->nivcsw, (unsigned long long)s->call_ns);
+}
+
+/* Claims a timed object for one GIL-released call: 1, or 0 with RuntimeError. */
+static int claim(pcb_timed *t)
+{
+    if (t->closed) {
+        PyErr_SetString(PyExc_ValueError, "the kernel is closed");
         return 0;
     }
+    if (t->busy) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "the kernel is in use by another thread (one call at a time)");
+        return 0;
+    }
+    t->busy = 1;
     return 1;
 }
 
-void pcb_samples_free(pcb_timing_result *tr)
+PyObject *pcb_timed_calibrate(module_state *ms, pcb_timed *t, PyObject *args, PyObject *kwargs)
 {
-    PyMem_Free(tr->elapsed_ns);
-    PyMem_Free(tr->tsc_ticks);
-    tr->elapsed_ns = tr->tsc_ticks = NULL;
+    static char *kwlist[] = {"min_time", "warmup", NULL};
+    double min_time, warmup = -1.0;
+    uint64_t min_ns, warmup_ns, n = 0;
+    int rc;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|d:calibrate", kwlist, &min_time, &warmup)
+        || !pcb_time_args(min_time, &warmup, &min_ns, &warmup_ns) || !claim(t))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pcb_timing_warmup(t->fn, t->arg, warmup_ns);
+    if (rc == 0)
+        rc = pcb_timing_calibrate(t->fn, t->arg, min_ns, &n);
+    Py_END_ALLOW_THREADS
+    t->busy = 0;
+    if (rc != 0)
+        return pcb_raise_status(ms, t->st);
+    return PyLong_FromUnsignedLongLong(n);
+}
+
+PyObject *pcb_timed_sample(module_state *ms, pcb_timed *t, PyObject *n_obj)
+{
+    long long n;
+    pcb_sample s;
+    int rc;
+    if (!pcb_int_arg(n_obj, "iterations", 1, (long long)1 << 50, &n) || !claim(t))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pcb_timing_sample(t->fn, t->arg, (uint64_t)n, &s);
+    Py_END_ALLOW_THREADS
+    t->busy = 0;
+    if (rc != 0)
+        return pcb_raise_status(ms, t->st);
+    return pcb_sample_tuple(&s);
 }
 
 PyObject *pcb_u64_list(const uint64_t *v, uint32_t n)

@@ -4,13 +4,13 @@
  * Owns: the one mapping of pcb_status classes to Python exceptions; the
  * argument checks more than one entry point makes (exact ints and sizes in a
  * range, a name chosen from a list, str as UTF-8, bytes-like buffers, the
- * timing arguments min_time/warmup/repeats); the sample arrays of a timed run
- * and uint64 arrays as lists. Messages name the argument (`what`) so that
+ * timing arguments min_time/warmup); the calibrate() and sample() methods
+ * the timed objects share; uint64 arrays as lists. Messages name the argument (`what`) so that
  * callers' errors read alike.
  *
  * Thread safety: call with the GIL held (they set Python exceptions or use
  * PyMem). Units: min_time and warmup are seconds (double) and
- * become ns in pcb_timing_params; sizes are bytes.
+ * become ns; sizes are bytes.
  */
 #ifndef PCB_PY_PYUTIL_H
 #define PCB_PY_PYUTIL_H
@@ -49,18 +49,30 @@ int pcb_str_arg(PyObject *obj, const char *what, const char **s, Py_ssize_t *n);
  * may_be_none. 1, or 0 with TypeError. Release the view in either case. */
 int pcb_buffer_arg(PyObject *obj, const char *what, int may_be_none, Py_buffer *view);
 
-/* The timing arguments measure() and store_bench() share: repeats (NULL: 7)
- * in [1, 100000], min_time in (0, 60] s, warmup in [0, 60] s (-1: as long as
- * min_time; *warmup gets the value used). Checked in that order; fills *tp.
- * 1, or 0 with TypeError/ValueError. */
-int pcb_timing_args(PyObject *repeats_obj, double min_time, double *warmup,
-                    pcb_timing_params *tp);
+/* The timing arguments: min_time in (0, 60] s, warmup in [0, 60] s (-1: as
+ * long as min_time; *warmup gets the value used), into ns. Checked in that
+ * order; 1, or 0 with ValueError. */
+int pcb_time_args(double min_time, double *warmup, uint64_t *min_ns, uint64_t *warmup_ns);
 
-/* The zeroed per-sample arrays (elapsed_ns, tsc_ticks) of tp->repeats
- * samples into *tr: 1, or 0 with MemoryError. pcb_samples_free frees them
- * (safe on a zeroed or half-filled tr). */
-int pcb_samples_alloc(pcb_timing_result *tr, const pcb_timing_params *tp);
-void pcb_samples_free(pcb_timing_result *tr);
+/* (elapsed_ns, tsc_ticks, cpu_ns, nivcsw, call_ns) of one sample. */
+PyObject *pcb_sample_tuple(const pcb_sample *s);
+
+/* What a timed object (Kernel, StoreKernel) hands the engine: the function
+ * that runs n operations, its argument and where it records a failure, and
+ * the flags that keep one call at a time (busy is set while the GIL is
+ * released) and refuse a closed object. */
+typedef struct {
+    pcb_run_fn fn;
+    void *arg;
+    const pcb_status *st;
+    int busy, closed;
+} pcb_timed;
+
+/* calibrate(min_time, warmup=-1.0) -> int: warm-up, then the operation
+ * count one sample needs; GIL released. */
+PyObject *pcb_timed_calibrate(module_state *ms, pcb_timed *t, PyObject *args, PyObject *kwargs);
+/* sample(iterations) -> (elapsed_ns, tsc_ticks, cpu_ns, nivcsw, call_ns); GIL released. */
+PyObject *pcb_timed_sample(module_state *ms, pcb_timed *t, PyObject *n_obj);
 
 /* A list of n Python ints; NULL with an exception set. */
 PyObject *pcb_u64_list(const uint64_t *v, uint32_t n);

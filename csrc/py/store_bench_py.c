@@ -1,10 +1,12 @@
 /*
- * py/store_bench_py.c — store_bench(), the timed store workload.
+ * py/store_bench_py.c — the StoreKernel type: one timed instance of a store
+ * workload, and check_store_bench().
  *
- * Owns: store_bench's arguments (into pcb_store_bench_params: workload and
+ * Owns: the workload's arguments (into pcb_store_bench_params: workload and
  * value type by name, sizes, the store options shared with Store()), the
- * GIL-released run of store/bench, and its result dict. Sizes are bytes
- * (key_len/value_len: characters), times ns in the result.
+ * GIL-released building and closing of the instance (store/bench), its
+ * stage breakdown and footprint. Sizes are bytes (key_len/value_len:
+ * characters), times ns. One call at a time per object.
  */
 #include "py/pyutil.h"
 
@@ -16,12 +18,10 @@
 static const char *const value_type_names[] = {"string", "string_set", "int", "long", "float",
                                                "bool", NULL}; /* pcb_pref_type order */
 
-/* store_bench()'s validated arguments. */
+/* StoreKernel()'s validated arguments. */
 typedef struct {
     pcb_store_bench_params p;
     const char *workload, *value_type;
-    double min_time, warmup; /* seconds; warmup resolved */
-    pcb_timing_params tp;
     int check_only;
     PyObject *dir; /* new reference: the directory, fs-encoded */
 } bench_args;
@@ -31,24 +31,19 @@ static int bench_parse(PyObject *args, PyObject *kwargs, bench_args *a)
 {
     static char *kwlist[] = {"workload", "directory", "n_keys", "key_len", "value_len", "value_type",
                              "batch", "encrypted", "key_encryption", "value_encryption", "cache",
-                             "layout", "faithful", "passphrase", "stages", "min_time", "repeats",
-                             "warmup", "check_only", NULL};
+                             "layout", "faithful", "passphrase", NULL};
     const char *keyenc = "siv", *valenc = "gcm", *layout = "entries";
     PyObject *dir_obj = Py_None, *n_keys_obj = NULL, *key_len_obj = NULL, *value_len_obj = NULL,
-             *batch_obj = NULL, *repeats_obj = NULL;
-    int encrypted = 1, cache = 0, faithful = 0, passphrase = 0, stages = 1;
+             *batch_obj = NULL;
+    int encrypted = 1, cache = 0, faithful = 0, passphrase = 0;
     int wl, vt;
     pcb_store_bench_params *p = &a->p;
 
     a->value_type = "string";
-    a->min_time = 0.05;
-    a->warmup = -1.0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$OOOOsOpsspspppdOdp:store_bench", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$OOOOsOpsspspp:StoreKernel", kwlist,
                                      &a->workload, &dir_obj, &n_keys_obj, &key_len_obj,
                                      &value_len_obj, &a->value_type, &batch_obj, &encrypted,
-                                     &keyenc, &valenc, &cache, &layout, &faithful, &passphrase,
-                                     &stages, &a->min_time, &repeats_obj, &a->warmup,
-                                     &a->check_only))
+                                     &keyenc, &valenc, &cache, &layout, &faithful, &passphrase))
         return 0;
     p->n_keys = 1000;
     p->key_len = 32;
@@ -60,8 +55,7 @@ static int bench_parse(PyObject *args, PyObject *kwargs, bench_args *a)
         || (n_keys_obj && !pcb_size_arg(n_keys_obj, "n_keys", 1, 10000000, &p->n_keys))
         || (key_len_obj && !pcb_size_arg(key_len_obj, "key_len", 1, 1 << 20, &p->key_len))
         || (value_len_obj && !pcb_size_arg(value_len_obj, "value_len", 0, 1 << 24, &p->value_len))
-        || (batch_obj && !pcb_size_arg(batch_obj, "batch", 1, 1000000, &p->batch))
-        || !pcb_timing_args(repeats_obj, a->min_time, &a->warmup, &a->tp))
+        || (batch_obj && !pcb_size_arg(batch_obj, "batch", 1, 1000000, &p->batch)))
         return 0;
     if ((double)p->n_keys * (double)(p->key_len + p->value_len) > 4e9) {
         PyErr_SetString(PyExc_ValueError,
@@ -79,106 +73,240 @@ static int bench_parse(PyObject *args, PyObject *kwargs, bench_args *a)
     if (a->check_only)
         return 1;
     if (dir_obj == Py_None) {
-        PyErr_SetString(PyExc_TypeError, "store_bench needs directory= (an empty directory)");
+        PyErr_SetString(PyExc_TypeError, "StoreKernel needs directory= (an empty directory)");
         return 0;
     }
     if (!PyUnicode_FSConverter(dir_obj, &a->dir))
         return 0;
     p->workload = (pcb_workload)wl;
     p->value_type = (pcb_pref_type)vt;
+    /* static names: the arguments' own text dies with the call */
+    a->workload = pcb_workload_names[wl];
+    a->value_type = value_type_names[vt];
     p->dir = PyBytes_AS_STRING(a->dir);
     p->opt.scrypt_n = 1u << 14;
     p->use_passphrase = passphrase;
-    p->stages = stages;
     return 1;
 }
 
-/* The stage breakdown (ns per operation), or None without one. */
-static PyObject *stages_dict(const pcb_store_bench_extra *extra)
-{
-    if (!extra->have_stages)
-        return Py_NewRef(Py_None);
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
-                         "siv", extra->stage_ns[PCB_STAGE_SIV],
-                         "nonce", extra->stage_ns[PCB_STAGE_NONCE],
-                         "aead", extra->stage_ns[PCB_STAGE_AEAD],
-                         "base64", extra->stage_ns[PCB_STAGE_BASE64],
-                         "lookup", extra->stage_ns[PCB_STAGE_LOOKUP],
-                         "io", extra->stage_ns[PCB_STAGE_IO],
-                         "total", extra->stage_total_ns);
-}
+/* ------------------------------------------------------- StoreKernel */
 
-/* store_bench()'s dict of the arguments used, the raw samples and the
- * footprint. (Py_BuildValue's N takes a NULL item as the error it is.) */
-static PyObject *bench_result(const bench_args *a, const pcb_timing_result *tr,
-                              const pcb_store_bench_extra *extra)
-{
-    const pcb_store_bench_params *p = &a->p;
-    return Py_BuildValue(
-        "{s:s,s:n,s:n,s:n,s:s,s:n,s:d,s:d,s:I,s:K,s:N,s:N,s:N,s:N,s:K,s:K,s:K,s:n}",
-        "workload", a->workload, "n_keys", (Py_ssize_t)p->n_keys, "key_len", (Py_ssize_t)p->key_len,
-        "value_len", (Py_ssize_t)p->value_len, "value_type", a->value_type,
-        "batch", (Py_ssize_t)p->batch, "min_time", a->min_time, "warmup", a->warmup,
-        "repeats", (unsigned)tr->repeats, "iterations", (unsigned long long)tr->iterations,
-        "elapsed_ns", pcb_u64_list(tr->elapsed_ns, tr->repeats),
-        "tsc_ticks", pcb_u64_list(tr->tsc_ticks, tr->repeats),
-        "durable_ns", p->workload == PCB_WL_APPLY ? pcb_u64_list(extra->durable_ns, tr->repeats)
-                                                  : Py_NewRef(Py_None),
-        "stages", stages_dict(extra), "heap_bytes", (unsigned long long)extra->heap_bytes,
-        "disk_bytes", (unsigned long long)extra->disk_bytes, "entries",
-        (unsigned long long)extra->entries, "payload", (Py_ssize_t)extra->payload);
-}
-
-static PyObject *core_store_bench(PyObject *module, PyObject *args, PyObject *kwargs)
-{
-    module_state *ms = pcb_module_state(module);
+typedef struct {
+    PyObject_HEAD
     bench_args a;
-    pcb_timing_result tr;
-    pcb_store_bench_extra extra;
-    pcb_status st = {0};
-    uint64_t *durable = NULL;
-    PyObject *result = NULL;
-    int ok;
+    pcb_store_bench *bench;
+    pcb_timed timed;
+} StoreKernelObject;
 
-    memset(&a, 0, sizeof a);
-    memset(&tr, 0, sizeof tr);
-    memset(&extra, 0, sizeof extra);
-    if (!bench_parse(args, kwargs, &a))
-        goto done;
-    if (a.check_only) {
-        result = Py_NewRef(Py_None);
-        goto done;
+static module_state *sk_state(PyObject *self)
+{
+    return (module_state *)PyType_GetModuleState(Py_TYPE(self));
+}
+
+/* Parses, then builds and populates the instance with the GIL released. */
+static PyObject *StoreKernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    module_state *ms = (module_state *)PyType_GetModuleState(type);
+    StoreKernelObject *k = (StoreKernelObject *)type->tp_alloc(type, 0);
+    pcb_status st = {0};
+    if (k == NULL)
+        return NULL;
+    k->timed.closed = 1; /* until populated */
+    if (!bench_parse(args, kwargs, &k->a)) {
+        Py_DECREF(k);
+        return NULL;
     }
-    durable = PyMem_Calloc(a.tp.repeats, sizeof(uint64_t));
-    if (!pcb_samples_alloc(&tr, &a.tp))
-        goto done;
-    if (durable == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    extra.durable_ns = a.p.workload == PCB_WL_APPLY ? durable : NULL;
     Py_BEGIN_ALLOW_THREADS
-    ok = pcb_store_bench(&a.p, &ms->cache, &a.tp, &tr, &extra, &st);
+    k->bench = pcb_store_bench_open(&k->a.p, &ms->cache, &st);
+    Py_END_ALLOW_THREADS
+    if (k->bench == NULL) {
+        pcb_raise_status(ms, &st);
+        Py_DECREF(k);
+        return NULL;
+    }
+    k->timed = (pcb_timed){pcb_store_bench_run, k->bench, pcb_store_bench_error(k->bench), 0, 0};
+    return (PyObject *)k;
+}
+
+/* Closes the instance (its store flushed and removed): 1, or 0 with an
+ * exception set. */
+static int sk_close(StoreKernelObject *k)
+{
+    pcb_status st = {0};
+    pcb_store_bench *b = k->bench;
+    int ok;
+    if (b == NULL)
+        return 1;
+    k->bench = NULL;
+    k->timed.closed = 1;
+    Py_BEGIN_ALLOW_THREADS
+    ok = pcb_store_bench_close(b, &st);
     Py_END_ALLOW_THREADS
     if (!ok)
-        pcb_raise_status(ms, &st);
-    else
-        result = bench_result(&a, &tr, &extra);
-done:
-    Py_XDECREF(a.dir);
-    pcb_samples_free(&tr);
-    PyMem_Free(durable);
-    return result;
+        pcb_raise_status(sk_state((PyObject *)k), &st);
+    return ok;
+}
+
+static void StoreKernel_dealloc(StoreKernelObject *k)
+{
+    PyTypeObject *tp = Py_TYPE(k);
+    if (k->bench != NULL) {
+        PyObject *exc_type, *exc, *tb;
+        PyErr_Fetch(&exc_type, &exc, &tb);
+        if (!sk_close(k))
+            PyErr_WriteUnraisable((PyObject *)k);
+        PyErr_Restore(exc_type, exc, tb);
+    }
+    Py_XDECREF(k->a.dir);
+    tp->tp_free(k);
+    Py_DECREF(tp);
+}
+
+static PyObject *StoreKernel_close(StoreKernelObject *k, PyObject *Py_UNUSED(ignored))
+{
+    if (k->timed.busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the kernel is in use by another thread");
+        return NULL;
+    }
+    if (!sk_close(k))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *StoreKernel_calibrate(StoreKernelObject *k, PyObject *args, PyObject *kwargs)
+{
+    return pcb_timed_calibrate(sk_state((PyObject *)k), &k->timed, args, kwargs);
+}
+
+static PyObject *StoreKernel_sample(StoreKernelObject *k, PyObject *n)
+{
+    return pcb_timed_sample(sk_state((PyObject *)k), &k->timed, n);
+}
+
+/* stages(iterations) -> dict: put/get once more with the stage clocks on,
+ * ns per operation per stage. */
+static PyObject *StoreKernel_stages(StoreKernelObject *k, PyObject *n_obj)
+{
+    long long n;
+    pcb_store_bench_stages s;
+    pcb_status st = {0};
+    int ok;
+    if (!pcb_int_arg(n_obj, "iterations", 1, (long long)1 << 40, &n))
+        return NULL;
+    if (k->timed.closed || k->timed.busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the kernel is closed or in use");
+        return NULL;
+    }
+    k->timed.busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    ok = pcb_store_bench_stages_run(k->bench, (uint64_t)n, &s, &st);
+    Py_END_ALLOW_THREADS
+    k->timed.busy = 0;
+    if (!ok)
+        return pcb_raise_status(sk_state((PyObject *)k), &st);
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+                         "siv", s.stage_ns[PCB_STAGE_SIV], "nonce", s.stage_ns[PCB_STAGE_NONCE],
+                         "aead", s.stage_ns[PCB_STAGE_AEAD], "base64", s.stage_ns[PCB_STAGE_BASE64],
+                         "lookup", s.stage_ns[PCB_STAGE_LOOKUP], "io", s.stage_ns[PCB_STAGE_IO],
+                         "total", s.stage_total_ns);
+}
+
+/* The parameters used, the footprint right after populating, and (apply)
+ * the last call's durable time. */
+static PyObject *StoreKernel_info(StoreKernelObject *k, void *Py_UNUSED(closure))
+{
+    const pcb_store_bench_params *p = &k->a.p;
+    pcb_store_bench_footprint f = {0};
+    uint64_t durable = 0;
+    if (k->bench != NULL) {
+        pcb_store_bench_get_footprint(k->bench, &f);
+        durable = pcb_store_bench_last_durable_ns(k->bench);
+    }
+    return Py_BuildValue(
+        "{s:s,s:n,s:n,s:n,s:s,s:n,s:K,s:K,s:K,s:n,s:K}",
+        "workload", k->a.workload, "n_keys", (Py_ssize_t)p->n_keys,
+        "key_len", (Py_ssize_t)p->key_len, "value_len", (Py_ssize_t)p->value_len,
+        "value_type", k->a.value_type, "batch", (Py_ssize_t)p->batch,
+        "heap_bytes", (unsigned long long)f.heap_bytes, "disk_bytes", (unsigned long long)f.disk_bytes,
+        "entries", (unsigned long long)f.entries, "payload", (Py_ssize_t)f.payload,
+        "last_durable_ns", (unsigned long long)durable);
+}
+
+static PyObject *StoreKernel_closed(StoreKernelObject *k, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(k->bench == NULL);
+}
+
+static PyMethodDef StoreKernel_methods[] = {
+    {"calibrate", (PyCFunction)(void (*)(void))StoreKernel_calibrate, METH_VARARGS | METH_KEYWORDS,
+     "calibrate(min_time, warmup=-1.0) -> int\n\nWarm up, then return the operation count "
+     "that makes one sample last at least min_time seconds."},
+    {"sample", (PyCFunction)StoreKernel_sample, METH_O,
+     "sample(iterations) -> (elapsed_ns, tsc_ticks, cpu_ns, nivcsw, call_ns)\n\n"
+     "Time `iterations` operations with the GIL released."},
+    {"stages", (PyCFunction)StoreKernel_stages, METH_O,
+     "stages(iterations) -> dict\n\nput/get with the stage clocks on: ns per operation per stage."},
+    {"close", (PyCFunction)StoreKernel_close, METH_NOARGS,
+     "close()\n\nClose the store and remove its files."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef StoreKernel_getset[] = {
+    {"info", (getter)StoreKernel_info, NULL, "Parameters, footprint, last durable time (a dict).",
+     NULL},
+    {"closed", (getter)StoreKernel_closed, NULL, "True once close() has run.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyDoc_STRVAR(StoreKernel_doc,
+             "StoreKernel(workload, *, directory, n_keys=1000, key_len=32, value_len=32,\n"
+             "            value_type='string', batch=1, encrypted=True, key_encryption='siv',\n"
+             "            value_encryption='gcm', cache=False, layout='entries', faithful=False,\n"
+             "            passphrase=False)\n\n"
+             "One instance of a store workload in an empty directory: names, values and a\n"
+             "shuffled access order made, the store populated (GIL released). calibrate()\n"
+             "and sample() time it; pycipherbench.store.bench() runs the rounds.");
+
+static PyType_Slot StoreKernel_slots[] = {
+    {Py_tp_doc, (void *)StoreKernel_doc},
+    {Py_tp_new, StoreKernel_new},
+    {Py_tp_dealloc, StoreKernel_dealloc},
+    {Py_tp_methods, StoreKernel_methods},
+    {Py_tp_getset, StoreKernel_getset},
+    {0, NULL},
+};
+
+static PyType_Spec StoreKernel_spec = {
+    .name = "pycipherbench._core.StoreKernel",
+    .basicsize = sizeof(StoreKernelObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = StoreKernel_slots,
+};
+
+int pcb_store_kernel_type_exec(PyObject *module, module_state *ms)
+{
+    ms->StoreKernelType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &StoreKernel_spec, NULL);
+    if (ms->StoreKernelType == NULL || PyModule_AddType(module, ms->StoreKernelType) < 0)
+        return -1;
+    return 0;
+}
+
+/* check_store_bench(...): StoreKernel's argument checks, building nothing. */
+static PyObject *core_check_store_bench(PyObject *Py_UNUSED(module), PyObject *args,
+                                        PyObject *kwargs)
+{
+    bench_args a;
+    memset(&a, 0, sizeof a);
+    a.check_only = 1;
+    if (!bench_parse(args, kwargs, &a))
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 PyMethodDef pcb_store_bench_functions[] = {
-    {"store_bench", (PyCFunction)(void (*)(void))core_store_bench, METH_VARARGS | METH_KEYWORDS,
-     "store_bench(workload, *, directory=None, n_keys=1000, key_len=32, value_len=32,\n"
-     "            value_type='string', batch=1, encrypted=True, key_encryption='siv',\n"
-     "            value_encryption='gcm', cache=False, layout='entries', faithful=False,\n"
-     "            passphrase=False, stages=True, min_time=0.05, repeats=7, warmup=-1.0,\n"
-     "            check_only=False) -> dict | None\n\n"
-     "Time a store workload in C (GIL released) in an empty directory; raw samples.\n"
-     "Use pycipherbench.store.bench() for a Measurement."},
+    {"check_store_bench", (PyCFunction)(void (*)(void))core_check_store_bench,
+     METH_VARARGS | METH_KEYWORDS,
+     "check_store_bench(workload, **StoreKernel arguments) -> None\n\n"
+     "StoreKernel()'s argument checks, building nothing (fast validation of a sweep)."},
     {NULL, NULL, 0, NULL},
 };

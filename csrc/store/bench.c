@@ -28,7 +28,7 @@ const char *const pcb_workload_names[PCB_WL_COUNT + 1] = {
     "rotate", NULL,
 };
 
-typedef struct {
+struct pcb_store_bench {
     const pcb_store_bench_params *p;
     const pcb_evp_cache *cache;
     char path[PATH_MAX], key_path[PATH_MAX];
@@ -43,11 +43,11 @@ typedef struct {
     size_t cursor, miss_cursor, put_counter;
     pcb_buf value;       /* the plaintext serialization every put stores */
     pcb_buf out;         /* reused by gets */
-    uint64_t *durable_ring; /* apply: durable ns of the last `repeats` calls */
-    uint64_t calls;
-    uint32_t p_repeats;
+    uint64_t last_durable_ns; /* apply: of the last call */
+    pcb_store_bench_footprint footprint;
     pcb_status st;
-} bench;
+};
+typedef struct pcb_store_bench bench;
 
 static int fail_oom(pcb_status *st)
 {
@@ -262,8 +262,7 @@ static int run_apply(bench *b, uint64_t n, uint64_t *self_ns)
         durable += t2 - t0;
     }
     *self_ns = blocked;
-    if (b->durable_ring)
-        b->durable_ring[b->calls++ % b->p_repeats] = durable;
+    b->last_durable_ns = durable;
     return 0;
 }
 
@@ -309,8 +308,7 @@ static const workload_fn workloads[PCB_WL_COUNT] = {
     [PCB_WL_OPEN_WARM] = run_open_warm, [PCB_WL_ROTATE] = run_rotate,
 };
 
-/* The timing engine's entry point. */
-static int run(void *arg, uint64_t n, uint64_t *self_ns)
+int pcb_store_bench_run(void *arg, uint64_t n, uint64_t *self_ns)
 {
     bench *b = arg;
     if ((unsigned)b->p->workload >= PCB_WL_COUNT)
@@ -382,97 +380,90 @@ static size_t payload_of(const bench *b)
     }
 }
 
-/* The breakdown of put/get: the same operation again with stage clocks on. */
-static int measure_stages(bench *b, const pcb_timing_result *tr, pcb_store_bench_extra *extra,
-                          pcb_status *st)
+int pcb_store_bench_stages_run(bench *b, uint64_t n, pcb_store_bench_stages *out,
+                               pcb_status *st)
 {
-    uint64_t n = tr->iterations < 20000 ? tr->iterations : 20000, self = UINT64_MAX;
+    uint64_t self = UINT64_MAX, ns[PCB_STAGE_COUNT];
+    if (b->p->workload != PCB_WL_PUT && b->p->workload != PCB_WL_GET)
+        return pcb_fail(st, PCB_E_VALUE, "the stage breakdown is measured for put and get only");
     if (n == 0)
         n = 1;
-    pcb_store_take_stages(b->store, extra->stage_ns);
+    pcb_store_take_stages(b->store, ns); /* drop what earlier calls left */
     pcb_store_stage_clocks(b->store, 1);
     uint64_t t0 = pcb_clock_ns();
-    int rc = run(b, n, &self);
+    int rc = pcb_store_bench_run(b, n, &self);
     uint64_t dt = pcb_clock_ns() - t0;
     pcb_store_stage_clocks(b->store, 0);
-    pcb_store_take_stages(b->store, extra->stage_ns);
+    pcb_store_take_stages(b->store, out->stage_ns);
     if (rc != 0) {
         *st = b->st;
         return 0;
     }
     for (int i = 0; i < PCB_STAGE_COUNT; i++)
-        extra->stage_ns[i] /= n;
-    extra->stage_total_ns = dt / n;
-    extra->have_stages = 1;
+        out->stage_ns[i] /= n;
+    out->stage_total_ns = dt / n;
     return 1;
 }
 
-/* The populated store, its footprint, and the timed samples. */
-static int bench_store(bench *b, const pcb_timing_params *tp, pcb_timing_result *tr,
-                       pcb_store_bench_extra *extra, pcb_status *st)
+const pcb_status *pcb_store_bench_error(const bench *b) { return &b->st; }
+uint64_t pcb_store_bench_last_durable_ns(const bench *b) { return b->last_durable_ns; }
+void pcb_store_bench_get_footprint(const bench *b, pcb_store_bench_footprint *f) { *f = b->footprint; }
+
+/* The populated store and its footprint; open_cold then starts empty. */
+static int populate_instance(bench *b, pcb_status *st)
 {
-    const pcb_store_bench_params *p = b->p;
     if (!populate(b, st))
         return 0;
-    extra->entries = pcb_store_count(b->store);
-    extra->heap_bytes = pcb_store_heap_bytes(b->store);
-    extra->disk_bytes = pcb_store_disk_bytes(b->store);
-    extra->payload = payload_of(b);
-    if (p->workload == PCB_WL_OPEN_COLD) {
-        /* Cold opens start from nothing: drop the populated store. */
+    b->footprint.entries = pcb_store_count(b->store);
+    b->footprint.heap_bytes = pcb_store_heap_bytes(b->store);
+    b->footprint.disk_bytes = pcb_store_disk_bytes(b->store);
+    b->footprint.payload = payload_of(b);
+    if (b->p->workload == PCB_WL_OPEN_COLD) {
         int ok = close_store(b, st);
         unlink_store_files(b);
-        if (!ok || !open_store(b, NULL, st))
-            return 0;
+        return ok && open_store(b, NULL, st);
     }
-    /* The engine calls run() for warm-up and calibration, then once per
-     * sample: apply's durable times go to a ring of `repeats` cells, so the
-     * last `repeats` calls, the samples, are what it holds at the end. */
-    if (p->workload == PCB_WL_APPLY && extra->durable_ns) {
-        b->durable_ring = calloc(tp->repeats, sizeof *b->durable_ring);
-        if (b->durable_ring == NULL)
-            return fail_oom(st);
-    }
-    if (pcb_time_kernel(run, b, tp, tr) != 0) {
-        *st = b->st;
-        return 0;
-    }
-    if (b->durable_ring)
-        for (uint32_t i = 0; i < tp->repeats; i++)
-            extra->durable_ns[i] = b->durable_ring[(b->calls - tp->repeats + i) % tp->repeats];
-    if (p->stages && (p->workload == PCB_WL_PUT || p->workload == PCB_WL_GET))
-        return measure_stages(b, tr, extra, st);
     return 1;
 }
 
-int pcb_store_bench(const pcb_store_bench_params *p, const pcb_evp_cache *cache,
-                    const pcb_timing_params *tp, pcb_timing_result *tr,
-                    pcb_store_bench_extra *extra, pcb_status *st)
+pcb_store_bench *pcb_store_bench_open(const pcb_store_bench_params *p, const pcb_evp_cache *cache,
+                                      pcb_status *st)
 {
-    bench b;
-    memset(&b, 0, sizeof b);
-    b.p = p;
-    b.cache = cache;
-    b.opt = p->opt;
-    b.p_repeats = tp->repeats;
-    pcb_buf_init(&b.out);
-    pcb_buf_init(&b.value);
-    if (!set_paths(&b, st))
-        return 0;
-    unlink_store_files(&b);
-    int ok = prepare_inputs(&b, st) && bench_store(&b, tp, tr, extra, st);
-    if (b.store) {
-        pcb_status ignored = {0};
-        if (!close_store(&b, ok ? st : &ignored))
-            ok = 0;
+    bench *b = calloc(1, sizeof *b);
+    if (b == NULL) {
+        fail_oom(st);
+        return NULL;
     }
-    unlink_store_files(&b);
-    free(b.names);
-    free(b.missing);
-    free(b.order);
-    free(b.in_order);
-    free(b.durable_ring);
-    pcb_buf_free(&b.value);
-    pcb_buf_free(&b.out);
+    b->p = p;
+    b->cache = cache;
+    b->opt = p->opt;
+    pcb_buf_init(&b->out);
+    pcb_buf_init(&b->value);
+    if (!set_paths(b, st)) {
+        free(b);
+        return NULL;
+    }
+    unlink_store_files(b);
+    if (!prepare_inputs(b, st) || !populate_instance(b, st)) {
+        pcb_status ignored = {0};
+        pcb_store_bench_close(b, &ignored);
+        return NULL;
+    }
+    return b;
+}
+
+int pcb_store_bench_close(bench *b, pcb_status *st)
+{
+    if (b == NULL)
+        return 1;
+    int ok = close_store(b, st);
+    unlink_store_files(b);
+    free(b->names);
+    free(b->missing);
+    free(b->order);
+    free(b->in_order);
+    pcb_buf_free(&b->value);
+    pcb_buf_free(&b->out);
+    free(b);
     return ok;
 }

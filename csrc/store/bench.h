@@ -1,10 +1,12 @@
 /*
  * store/bench.h — timed workloads on the store, run in C without the GIL.
  *
- * Owns: building a store of n_keys entries in a given directory, the
- * per-workload operation loops handed to the timing engine (put, get,
- * get_missing, contains, all, commit, apply, open_cold, open_warm, rotate),
- * the stage breakdown of put and get, and the footprint per entry.
+ * Owns: one instance of a workload (a store of n_keys entries built in a
+ * given directory, with names, values and a shuffled access order made
+ * before any clock runs), the per-workload operation loops handed to the
+ * timing engine (put, get, get_missing, contains, all, commit, apply,
+ * open_cold, open_warm, rotate), the stage breakdown of put and get, and the
+ * footprint per entry. Calibration, samples and rounds are the caller's.
  * Units: times in ns, sizes in bytes, lengths in characters. Thread safety:
  * one benchmark owns its directory and store; run it without the GIL (it
  * calls back into nothing Python).
@@ -40,17 +42,34 @@ typedef struct {
 } pcb_store_bench_params;
 
 typedef struct {
-    uint64_t *durable_ns;   /* apply: per sample, until durable (caller-allocated, repeats) */
     uint64_t stage_ns[PCB_STAGE_COUNT]; /* per operation, mean over the breakdown run */
     uint64_t stage_total_ns;            /* per operation in the breakdown run */
-    int have_stages;
-    uint64_t heap_bytes, disk_bytes, entries;
-    size_t payload;         /* plaintext value bytes an operation handles */
-} pcb_store_bench_extra;
+} pcb_store_bench_stages;
 
-/* Runs the workload; 1 on success, 0 with st set. */
-int pcb_store_bench(const pcb_store_bench_params *p, const pcb_evp_cache *cache,
-                    const pcb_timing_params *tp, pcb_timing_result *tr,
-                    pcb_store_bench_extra *extra, pcb_status *st);
+typedef struct {
+    uint64_t heap_bytes, disk_bytes, entries; /* right after populating */
+    size_t payload;         /* plaintext value bytes an operation handles */
+} pcb_store_bench_footprint;
+
+/* One instance of a workload: its inputs made, its store populated. */
+typedef struct pcb_store_bench pcb_store_bench;
+
+/* Makes the names, values and access order, and a store of n_keys entries
+ * in p->dir (empty for open_cold); p must outlive the object. NULL with st set. */
+pcb_store_bench *pcb_store_bench_open(const pcb_store_bench_params *p, const pcb_evp_cache *cache,
+                                      pcb_status *st);
+/* The workload as the timing engine runs it (a pcb_run_fn over a
+ * pcb_store_bench *); on failure pcb_store_bench_error says why. */
+int pcb_store_bench_run(void *bench, uint64_t n, uint64_t *self_ns);
+const pcb_status *pcb_store_bench_error(const pcb_store_bench *b);
+/* apply: ns from the start of the last call until its writes were durable. */
+uint64_t pcb_store_bench_last_durable_ns(const pcb_store_bench *b);
+void pcb_store_bench_get_footprint(const pcb_store_bench *b, pcb_store_bench_footprint *f);
+/* put/get: n more operations with the stage clocks on; 1, or 0 with st set. */
+int pcb_store_bench_stages_run(pcb_store_bench *b, uint64_t n, pcb_store_bench_stages *out,
+                               pcb_status *st);
+/* Closes the store, removes its files, frees everything. 1, or 0 (st set)
+ * if closing reported a failed write; freed either way. NULL is fine. */
+int pcb_store_bench_close(pcb_store_bench *b, pcb_status *st);
 
 #endif /* PCB_STORE_BENCH_H */

@@ -1,0 +1,314 @@
+"""Rounds: the unit of statistics.
+
+A measurement is R rounds. In each round every point of a run (one point for
+:func:`~pycipherbench.measure`, every point of a sweep) takes one calibrated
+sample, in a freshly shuffled order, after a canary (a fixed chain of
+dependent additions, timed in C) that tells how fast the machine was during
+that round. Slow periods on shared machines last seconds: samples taken back
+to back would all sit inside one, and their spread would say nothing about
+the next run. Spreading every point over the whole run, and comparing points
+round by round (:meth:`Results.ratio`), is what makes the numbers hold up.
+
+A *point* knows how to prepare itself once and take one sample per round:
+:class:`KernelPoint` keeps one prepared cipher kernel (calibrated once);
+:class:`StorePoint` builds a new store instance with new random names every
+round, so the spread covers instance-to-instance variation too. Either runs
+in this process or, for ``hw_aes=False``, in a child process with the CPU's
+AES instructions masked (:mod:`._hwaes`).
+
+Ctrl-C: every sample returns to Python (where signals are handled) within
+about ``min_time``; an interrupted run keeps its complete rounds only, so that
+the rounds of different points stay paired.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from . import _core
+from ._progress import progress as progress_bar
+
+#: Default rounds: ten give a 95% interval of the median between the 2nd and
+#: 9th of the sorted rounds (97.9% coverage), and paired ratios that order
+#: points differing by a few percent on a busy laptop.
+DEFAULT_ROUNDS = 10
+#: What the canary aims to last per round (seconds): long enough to see a
+#: slow period, short beside a sample.
+CANARY_TIME = 0.002
+
+_canary_best: float | None = None  # ns per add: the best this process has seen
+
+
+def canary_best() -> float | None:
+    """The fastest canary (ns per dependent add) this process has measured."""
+    return _canary_best
+
+
+class Timed(Protocol):
+    """What a point samples: a prepared kernel (``_core.Kernel``,
+    ``_core.StoreKernel`` or a proxy of one in the masked child)."""
+
+    def calibrate(self, min_time: float, warmup: float = ...) -> int: ...
+    def sample(self, iterations: int, /) -> tuple[int, int, int, int, int]: ...
+    def close(self) -> None: ...
+    @property
+    def info(self) -> dict[str, Any]: ...
+
+
+class StoreTimed(Timed, Protocol):
+    """A store workload instance also measures its stage breakdown."""
+
+    def stages(self, iterations: int, /) -> dict[str, int]: ...
+
+
+Factory = Callable[..., Any]  # returns a Timed (a StoreTimed for store points)
+
+
+@dataclass
+class PointData:
+    """What one point collected: per round, ns and TSC ticks per operation,
+    the thread's CPU share of the sample, its involuntary context switches
+    and the canary of that round (ns per add)."""
+
+    ns: list[float] = field(default_factory=list)
+    tsc: list[float] = field(default_factory=list)
+    cpu_fraction: list[float] = field(default_factory=list)
+    nivcsw: list[float] = field(default_factory=list)
+    canary: list[float] = field(default_factory=list)
+    iterations: int = 0
+    info: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, sample: tuple[int, int, int, int, int], iterations: int, canary: float) -> None:
+        elapsed, ticks, cpu, nivcsw, call = sample
+        self.ns.append(elapsed / iterations)
+        self.tsc.append(ticks / iterations)
+        self.cpu_fraction.append(min(cpu / call, 1.0) if call > 0 else 1.0)
+        self.nivcsw.append(float(nivcsw))
+        self.canary.append(canary)
+        self.iterations = iterations
+
+    def truncate(self, rounds: int) -> None:
+        """Keeps the first ``rounds`` rounds (an interrupted run drops its partial round)."""
+        for name in ("ns", "tsc", "cpu_fraction", "nivcsw", "canary"):
+            del getattr(self, name)[rounds:]
+        for values in self.extra.values():
+            del values[rounds:]
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"samples": np.asarray(self.ns), "tsc_samples": np.asarray(self.tsc),
+                "cpu_fraction": np.asarray(self.cpu_fraction), "nivcsw": np.asarray(self.nivcsw),
+                "canary": np.asarray(self.canary)}
+
+
+class KernelPoint:
+    """A cipher kernel prepared once (buffers, keys, calibration), sampled every round."""
+
+    def __init__(self, factory: Factory, args: dict[str, Any], min_time: float,
+                 warmup: float) -> None:
+        self.factory, self.args = factory, args
+        self.min_time, self.warmup = min_time, warmup
+        self.kernel: Timed | None = None
+        self.iterations = 0
+        self.data = PointData()
+
+    def prepare(self) -> None:
+        self.kernel = self.factory(**self.args)
+        self.iterations = self.kernel.calibrate(self.min_time, self.warmup)
+        self.data.info = dict(self.kernel.info)
+
+    def sample(self, canary: float) -> None:
+        assert self.kernel is not None
+        self.data.add(self.kernel.sample(self.iterations), self.iterations, canary)
+
+    def close(self) -> None:
+        if self.kernel is not None:
+            self.kernel.close()
+            self.kernel = None
+
+
+class StorePoint:
+    """A store workload: a new instance (new random names, a new store) each round,
+    warmed up and calibrated, sampled once, closed and removed."""
+
+    def __init__(self, factory: Factory, workload: str, args: dict[str, Any], min_time: float,
+                 warmup: float, stages: bool, directory: str | None) -> None:
+        self.factory, self.workload, self.args = factory, workload, args
+        self.min_time, self.warmup, self.stages = min_time, warmup, stages
+        self.directory = directory
+        self.base: str | None = None
+        self.data = PointData()
+
+    def prepare(self) -> None:
+        self.base = tempfile.mkdtemp(prefix="pcb-store-", dir=self.directory)
+
+    def sample(self, canary: float) -> None:
+        assert self.base is not None
+        where = tempfile.mkdtemp(dir=self.base)
+        kernel: StoreTimed = self.factory(self.workload, directory=where, **self.args)
+        try:
+            n = kernel.calibrate(self.min_time, self.warmup)
+            s = kernel.sample(n)
+            info = dict(kernel.info)
+            self.data.extra.setdefault("durable_ns", []).append(info["last_durable_ns"] / n)
+            if not self.data.info:
+                self.data.info = info
+                if self.stages and self.workload in ("put", "get"):
+                    self.data.info["stages"] = kernel.stages(min(n, 20000))
+            self.data.add(s, n, canary)
+        finally:
+            kernel.close()
+            shutil.rmtree(where, ignore_errors=True)
+
+    def close(self) -> None:
+        if self.base is not None:
+            shutil.rmtree(self.base, ignore_errors=True)
+            self.base = None
+
+
+class Point(Protocol):
+    data: PointData
+
+    def prepare(self) -> None: ...
+    def sample(self, canary: float) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclass
+class RunInfo:
+    """How a run went: rounds completed, whether Ctrl-C stopped it, the
+    machine's load when it ended, the seed of its shuffles."""
+
+    rounds: int
+    interrupted: bool
+    loadavg: tuple[float, float, float] | None
+    seed: int
+
+
+def _canary_iterations() -> int:
+    """Additions that make one canary sample last about CANARY_TIME."""
+    n = 100_000
+    elapsed = _core.canary(n)[0]
+    return max(1000, int(n * CANARY_TIME * 1e9 / max(elapsed, 1)))
+
+
+def _canary(n: int) -> float:
+    global _canary_best
+    ns = _core.canary(n)[0] / n
+    if _canary_best is None or ns < _canary_best:
+        _canary_best = ns
+    return ns
+
+
+def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: int | None = None,
+               progress: bool = False, desc: str = "rounds") -> RunInfo:
+    """Prepares every point, then takes ``rounds`` rounds of one sample per point in a
+    fresh random order each; closes the points. KeyboardInterrupt during the rounds
+    ends the run with the complete rounds kept (``RunInfo.interrupted``); during
+    preparation it propagates."""
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or not 1 <= rounds <= 100_000:
+        raise ValueError(f"rounds must be an int in [1, 100000], got {rounds!r}")
+    if seed is None:
+        seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    done, interrupted = 0, False
+    try:
+        for p in points:
+            p.prepare()
+        n_canary = _canary_iterations()
+        with progress_bar(rounds * len(points), enabled=progress) as bar:
+            try:
+                for r in range(rounds):
+                    canary = _canary(n_canary)
+                    order = list(range(len(points)))
+                    rng.shuffle(order)
+                    for i in order:
+                        bar.start(f"{desc}: round {r + 1}/{rounds}")
+                        points[i].sample(canary)
+                        bar.done()
+                    done = r + 1
+            except KeyboardInterrupt:
+                interrupted = True
+    finally:
+        for p in points:
+            p.close()
+    for p in points:
+        p.data.truncate(done)
+    try:
+        load: tuple[float, float, float] | None = os.getloadavg()
+    except OSError:
+        load = None
+    return RunInfo(rounds=done, interrupted=interrupted, loadavg=load, seed=seed)
+
+
+@dataclass
+class Plan:
+    """A point to run and how to turn what it collected into a record."""
+
+    point: Point
+    build: Callable[[PointData, RunInfo], Any]
+
+
+def record_fields(data: PointData, run: RunInfo, *, repeats: int) -> dict[str, Any]:
+    """The :class:`~pycipherbench._record.Record` fields of a point's rounds: the
+    per-round arrays, the operation count, and the instability warnings."""
+    from .stats import instability_warnings, median_ci
+
+    a = data.arrays()
+    tsc = a["tsc_samples"] if _core.TSC_AVAILABLE and len(a["tsc_samples"]) else None
+    notes: list[str] = []
+    if run.interrupted:
+        notes.append(f"interrupted (Ctrl-C) after {run.rounds} of {repeats} rounds: the interval "
+                     "is wider, and pairings fewer, than a full run's")
+    if run.rounds:
+        notes += instability_warnings(
+            rounds_ns=a["samples"], cpu_ns=a["cpu_fraction"], wall_ns=np.ones(run.rounds),
+            nivcsw=a["nivcsw"], canary_ns=a["canary"], canary_best_ns=canary_best(),
+            loadavg=run.loadavg[0] if run.loadavg else None, cores=os.cpu_count(),
+            ci=median_ci(a["samples"]))
+    return dict(samples=a["samples"], tsc_samples=tsc, cpu_fraction=a["cpu_fraction"],
+                nivcsw=a["nivcsw"], canary=a["canary"], iterations=data.iterations,
+                repeats=repeats, warnings=tuple(notes))
+
+
+def run_plans(plans: Sequence[Plan], repeats: int, *, seed: int | None = None,
+              progress: bool = False, desc: str = "rounds") -> tuple[list[Any], RunInfo]:
+    """Runs the plans' points in interleaved rounds and builds their records."""
+    run = run_rounds([p.point for p in plans], repeats, seed=seed, progress=progress, desc=desc)
+    if run.rounds == 0:
+        return [], run
+    return [p.build(p.point.data, run) for p in plans], run
+
+
+class Workers:
+    """The masked child process for ``hw_aes=False`` points, started on first use and
+    shared by every point of a run."""
+
+    def __init__(self) -> None:
+        self._worker: Any = None
+
+    def masked(self) -> Any:
+        if self._worker is None:
+            from ._hwaes import MaskedWorker
+
+            self._worker = MaskedWorker()
+        return self._worker
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
