@@ -69,3 +69,12 @@ def structured_array(columns: Sequence[Column], n_rows: int) -> np.ndarray:
     for name, _, values in columns:
         arr[name] = values
     return arr
+
+
+# Options that shape how a point is timed, not what it measures.
+RUN_OPTIONS: dict[str, tuple[str, ...]] = {
+    "cipher": ("min_time", "repeats", "warmup"),
+    "store": ("min_time", "repeats", "warmup", "stages", "directory"),
+}
+#: Every run setting of either target (never a label of a plotted point).
+RUN_SETTINGS = frozenset(name for names in RUN_OPTIONS.values() for name in names)

@@ -3,9 +3,8 @@
 Every function takes a :class:`~pycipherbench.Results` and returns a new
 ``matplotlib.figure.Figure`` (not registered with pyplot: show it in Jupyter
 by returning it, or ``fig.savefig("x.png")``). Axes carry units; medians are
-drawn with error bars from each record's 95% interval of the median (its
-``ci``), or from the interquartile range of its samples where it has none; a
-caption at the bottom names the machine that produced the data and states
+drawn with error bars from each record's 95% interval of the median across
+rounds (its ``ci``); a caption at the bottom names the machine that produced the data and states
 what the error bars and the hardware-AES setting were. Lines and bars are
 grouped by the parameters that tell the points apart (run settings such as
 ``min_time`` never appear in labels); :func:`plot_auto` picks a plot from what
@@ -21,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._format import format_size
-from ._params import param_names
+from ._params import RUN_SETTINGS, param_names
 from ._record import Record
 from .results import Results
+from .stats import median_ci
 from .store import StoreMeasurement
 
 if TYPE_CHECKING:
@@ -70,7 +70,6 @@ _NUMBER_LABELS = {
     "key_bits": "{v}-bit key",
 }
 # Settings that shape how a point was timed, not what it measures: never in a label.
-_RUN_SETTINGS = frozenset({"min_time", "repeats", "warmup", "stages", "directory"})
 _STAGES = (("siv", "SIV (names)"), ("nonce", "nonce"), ("aead", "AEAD (values)"),
            ("base64", "Base64"), ("lookup", "lookup"), ("io", "I/O"))
 # Line styles: colours and markers tell lines apart; the dash pattern says hardware AES off
@@ -135,13 +134,9 @@ def _hw_text(records: Sequence[Record]) -> str:
 
 
 def _spread_text(records: Sequence[Record]) -> str:
-    with_ci = [getattr(m, "ci", None) is not None for m in records]
-    if all(with_ci):
-        return "Medians; error bars: 95% interval of the median."
-    if any(with_ci):
-        return ("Medians; error bars: 95% interval of the median where recorded, else the "
-                "interquartile range of the samples.")
-    return "Medians; error bars: interquartile range of the samples."
+    rounds = sorted({m.n_rounds for m in records})
+    shown = f"{rounds[0]}" if len(rounds) == 1 else f"{rounds[0]}-{rounds[-1]}"
+    return f"Medians of {shown} rounds; error bars: 95% interval of the median."
 
 
 def _finish(fig: Figure, results: Results, note: str = "", *, error_bars: bool = True) -> Figure:
@@ -184,7 +179,7 @@ def _label_names(points: Sequence[dict[str, Any]], skip: Sequence[str] = (),
     value where they apply, without run settings (min_time, ...) and ``skip``; a parameter
     that applies to some points only, with one value, is added only if labels would collide
     without it. ``key`` is what already tells points apart besides the label (a bar's series)."""
-    names = [n for n in param_names(points) if n not in _RUN_SETTINGS and n not in skip]
+    names = [n for n in param_names(points) if n not in RUN_SETTINGS and n not in skip]
     varying = [n for n in names
                if len({(type(p[n]).__name__, p[n]) for p in points if n in p}) > 1]
 
@@ -203,22 +198,14 @@ def _label_names(points: Sequence[dict[str, Any]], skip: Sequence[str] = (),
 
 # -- values
 def _interval(m: Record, convert: Convert, samples: np.ndarray | None = None) -> Interval:
-    """One point's (median, low, high) in the plotted unit.
-
-    The interval is the record's 95% interval of the median (``ci``: (low, high) ns per
-    operation) where it has one, else the interquartile range of its samples; ``samples``
-    (ns per operation, e.g. an apply's time until durable) replaces the record's samples and
-    always uses their interquartile range. ``convert`` maps ns per operation to the plotted
-    unit; it may be decreasing (throughput), so the bounds are sorted after converting.
-    """
-    ci = getattr(m, "ci", None) if samples is None else None
-    values = m.samples if samples is None else samples
-    med = m.median if samples is None else float(np.median(values))
-    if ci is not None:
-        lo, hi = float(ci[0]), float(ci[1])
+    """One point's (median, low, high) in the plotted unit: the record's 95% interval of
+    the median (``ci``, ns per operation), or that of ``samples`` when given (ns per
+    operation, e.g. an apply's time until durable). ``convert`` maps ns per operation to
+    the plotted unit; it may be decreasing (throughput), so the bounds are sorted after."""
+    if samples is None:
+        med, (lo, hi) = m.median, m.ci
     else:
-        q1, q3 = np.percentile(values, [25, 75])
-        lo, hi = float(q1), float(q3)
+        med, (lo, hi) = float(np.median(samples)), median_ci(samples)
     a, b = convert(m, lo), convert(m, hi)
     return convert(m, med), min(a, b), max(a, b)
 
@@ -633,7 +620,7 @@ def plot_commit_apply(results: Results) -> Figure:
     _legend_right(ax, len(series))
     return _finish(fig, Results(results.target, [p for p, _ in sel], [m for _, m in sel],
                                 machine=results.machine),
-                   "Until durable: interquartile range of the background writes' times.")
+                   "Until durable: 95% interval of the median of the background writes' times.")
 
 
 def plot_stages(results: Results) -> Figure:

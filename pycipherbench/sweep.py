@@ -49,7 +49,7 @@ from . import _core
 from ._machine import machine
 from ._measure import measure
 from ._measure import plan as plan_kernel
-from ._params import point_key
+from ._params import RUN_OPTIONS, point_key
 from ._record import Record
 from ._rounds import DEFAULT_ROUNDS, Plan, Workers, run_plans
 from .compare import machine_differences
@@ -61,11 +61,6 @@ __all__ = ["applies", "expand_grid", "run_points", "sweep"]
 
 Target = Literal["cipher", "store"]
 
-# Options that shape how a point is timed, not what it measures.
-RUN_OPTIONS: dict[str, tuple[str, ...]] = {
-    "cipher": ("min_time", "repeats", "warmup"),
-    "store": ("min_time", "repeats", "warmup", "stages", "directory"),
-}
 # The required first argument of measure() / store.bench().
 SUBJECT = {"cipher": "transformation", "store": "workload"}
 _STORE_CRYPTO = ("key_encryption", "value_encryption", "layout", "cache", "faithful",

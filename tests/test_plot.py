@@ -356,48 +356,34 @@ def test_every_median_plot_has_error_bars() -> None:
         fig = fn(make())
         bars = [c for c in fig.axes[0].containers if isinstance(c, BarContainer)]
         assert bars and all(c.errorbar is not None for c in bars), fn.__name__
-        assert "error bars: interquartile range" in caption(fig)
-
-
-@dataclasses.dataclass(frozen=True, repr=False, eq=False, kw_only=True)
-class WithCI(Measurement):
-    """A Measurement with the coming ``ci`` attribute (95% interval of the median, ns/op)."""
-    ci: tuple[float, float] | None = None
-
-
-def with_ci(m: Measurement, ci: tuple[float, float]) -> WithCI:
-    return WithCI(**{f.name: getattr(m, f.name) for f in dataclasses.fields(m)}, ci=ci)
+        assert "error bars: 95% interval of the median" in caption(fig)
 
 
 def test_interval_uses_ci_and_converts_units() -> None:
-    m = synthetic.cipher([900.0, 950.0, 1000.0, 1050.0, 1100.0], payload=1000)
-    # No ci: the interquartile range (950..1050 ns), inverted into MB/s (the bounds swap).
-    med, lo, hi = plot._interval(m, plot._mb_per_s)
-    assert med == pytest.approx(1000.0) and lo == pytest.approx(1e6 / 1050) and hi == pytest.approx(1e6 / 950)
-    med, lo, hi = plot._interval(with_ci(m, (980.0, 1020.0)), plot._mb_per_s)
-    assert (lo, hi) == (pytest.approx(1e6 / 1020), pytest.approx(1e6 / 980))
-    med, lo, hi = plot._interval(with_ci(m, (980.0, 1020.0)), plot._scaled(1e3))  # ns -> µs
-    assert (med, lo, hi) == (pytest.approx(1.0), pytest.approx(0.98), pytest.approx(1.02))
-    # Given samples (an apply's time until durable): their interquartile range, not ci.
-    med, lo, hi = plot._interval(with_ci(m, (980.0, 1020.0)), plot._scaled(1.0),
-                                 samples=np.array([1.0, 2.0, 3.0, 4.0, 5.0]))
-    assert (med, lo, hi) == (3.0, 2.0, 4.0)
+    m = synthetic.cipher([900.0, 960.0, 980.0, 990.0, 1000.0, 1010.0, 1020.0, 1040.0, 1100.0,
+                          1200.0], payload=1000)
+    assert m.ci == (960.0, 1100.0)  # 10 rounds: the 2nd and 9th order statistics
+    med, lo, hi = plot._interval(m, plot._mb_per_s)  # inverted into MB/s: the bounds swap
+    assert med == pytest.approx(1e6 / m.median)
+    assert (lo, hi) == (pytest.approx(1e6 / 1100), pytest.approx(1e6 / 960))
+    med, lo, hi = plot._interval(m, plot._scaled(1e3))  # ns -> us
+    assert (med, lo, hi) == (pytest.approx(1.005), pytest.approx(0.96), pytest.approx(1.1))
+    # Given samples (an apply's time until durable): their interval, not the record's.
+    med, lo, hi = plot._interval(m, plot._scaled(1.0), samples=np.arange(1.0, 11.0))
+    assert (med, lo, hi) == (5.5, 2.0, 9.0)
 
 
 def test_error_bars_follow_ci_and_the_caption_says_so() -> None:
-    base = throughput_results()
-    r = Results("cipher", base.params, [with_ci(m, (m.median * 0.9, m.median * 1.2)) for m in base])
+    r = throughput_results()
     fig = plot.plot_throughput(r)
     assert "95% interval of the median." in caption(fig)
     container = errorbar_lines(fig.axes[0])[0]
     x, y = container.lines[0].get_data()
     segments = container.lines[2][0].get_segments()
-    m0 = r.select(transformation=base.params[0]["transformation"], payload=int(x[0])).measurements[0]
+    m0 = r.select(transformation=r.params[0]["transformation"], payload=int(x[0])).measurements[0]
     low, high = segments[0][:, 1].min(), segments[0][:, 1].max()
-    assert (low, high) == (pytest.approx(m0.payload * 1e3 / (m0.median * 1.2)),
-                           pytest.approx(m0.payload * 1e3 / (m0.median * 0.9)))
-    mixed = Results("cipher", base.params, [with_ci(base[0], (1.0, 2.0)), *list(base)[1:]])
-    assert "where recorded, else the interquartile range" in caption(plot.plot_throughput(mixed))
+    assert (low, high) == (pytest.approx(m0.payload * 1e3 / m0.ci[1]),
+                           pytest.approx(m0.payload * 1e3 / m0.ci[0]))
 
 
 def test_footer_names_the_machine_of_the_records() -> None:
