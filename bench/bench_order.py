@@ -10,8 +10,8 @@ Four pairs whose order is known (their true ratios measured on a 2-core Xeon VM)
   - store get, names by AES-SIV vs plain names, 1000 entries (about 1.45)
 
 Reference: for each pair, a careful ABBA run of `--pairs` alternating pairs of
-samples of the two prepared kernels (stores: new instances per pair), each
-sample 4x the sweep's min_time; the median of the per-pair ratios.
+samples, each from a new instance (kernels: new buffers and keys; stores: a new
+store), each sample as long as the sweep's (min_time); the median of the per-pair ratios.
 Then `--sweeps` ordinary sweeps (default rounds) per target, and for each pair
 `Results.ratio`. Bars: the order right and the ratio within 10% of the reference
 (20% for the store) in every sweep; the reference inside the reported 95%
@@ -48,29 +48,18 @@ STORE_PAIR = ("store get SIV on/off", dict(workload="get", n_keys=1000),
 
 
 def abba(make: Callable[[dict[str, Any]], Any], a: dict[str, Any], b: dict[str, Any], pairs: int,
-         min_time: float, fresh: bool) -> float:
-    """Median ratio a/b of ns per op over `pairs` ABBA-ordered pairs of samples."""
-    ka, kb = (None, None) if fresh else (make(a), make(b))
-    na = nb = 0
-    if not fresh:
-        na, nb = ka.calibrate(min_time), kb.calibrate(min_time)
+         min_time: float) -> float:
+    """Median ratio a/b of ns per op over `pairs` ABBA-ordered pairs of samples, each
+    sample from a new instance, warmed up and calibrated."""
     ratios = []
     for i in range(pairs):
-        order = ("a", "b") if i % 2 == 0 else ("b", "a")
         got: dict[str, float] = {}
-        for side in order:
-            if fresh:
-                k = make(a if side == "a" else b)
-                n = k.calibrate(min_time)
-                got[side] = k.sample(n)[0] / n
-                k.close()
-            else:
-                k, n = (ka, na) if side == "a" else (kb, nb)
-                got[side] = k.sample(n)[0] / n
+        for side in (("a", "b") if i % 2 == 0 else ("b", "a")):
+            k = make(a if side == "a" else b)
+            n = k.calibrate(min_time)
+            got[side] = k.sample(n)[0] / n
+            k.close()
         ratios.append(got["a"] / got["b"])
-    if not fresh:
-        ka.close()
-        kb.close()
     return float(np.median(ratios))
 
 
@@ -91,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     refs: dict[str, float] = {}
     for name, common, a, b in CIPHER_PAIRS:
         refs[name] = abba(lambda p, c=common: _core.Kernel(**c, **p), a, b, args.pairs,
-                          4 * min_time, fresh=False)
+                          min_time)
     tmp = tempfile.mkdtemp(prefix="pcb-order-")
     try:
         name, common, a, b = STORE_PAIR
@@ -99,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         def make_store(p: dict[str, Any]) -> Any:
             return _core.StoreKernel(directory=tempfile.mkdtemp(dir=tmp), **common, **p)
 
-        refs[name] = abba(make_store, a, b, args.pairs, 4 * min_time, fresh=True)
+        refs[name] = abba(make_store, a, b, args.pairs, min_time)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("reference ratios (ABBA): " + ", ".join(f"{k} {v:.3f}" for k, v in refs.items()))

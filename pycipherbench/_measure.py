@@ -100,13 +100,9 @@ def plan(
     _core.check_kernel(transformation, **args)
     warm = -1.0 if warmup is None else warmup
     _core.check_timing(min_time, repeats, warm)
-    factory: Any = _core.Kernel
-    mask: str | None = None
-    if not hw_aes:
-        if workers is None:
-            raise ValueError("hw_aes=False needs the run's workers")
-        worker = workers.masked()
-        factory, mask = functools.partial(worker.new, "Kernel"), worker.mask
+    if workers is None and not hw_aes:
+        raise ValueError("hw_aes=False needs the run's workers (the masked child process)")
+    factory, mask = (workers or Workers()).factory("Kernel", hw_aes)
     point = KernelPoint(factory, {"transformation": transformation, **args}, min_time, warm)
     build = functools.partial(Measurement._from_rounds, min_time=min_time, repeats=repeats,
                               hw_aes=hw_aes, hw_mask=mask)

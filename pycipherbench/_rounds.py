@@ -10,9 +10,9 @@ the next run. Spreading every point over the whole run, and comparing points
 round by round (:meth:`Results.ratio`), is what makes the numbers hold up.
 
 A *point* knows how to prepare itself once and take one sample per round:
-:class:`KernelPoint` keeps one prepared cipher kernel (calibrated once);
-:class:`StorePoint` builds a new store instance with new random names every
-round, so the spread covers instance-to-instance variation too. Either runs
+:class:`KernelPoint` calibrates a cipher kernel once and prepares a new instance
+(buffers, keys) every round; :class:`StorePoint` builds a new store instance with
+new random names every round: the spread covers instance-to-instance variation too. Either runs
 in this process or, for ``hw_aes=False``, in a child process with the CPU's
 AES instructions masked (:mod:`._hwaes`).
 
@@ -23,10 +23,13 @@ the rounds of different points stay paired.
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import shutil
 import tempfile
+import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -43,6 +46,9 @@ DEFAULT_ROUNDS = 10
 #: What the canary aims to last per round (seconds): long enough to see a
 #: slow period, short beside a sample.
 CANARY_TIME = 0.002
+
+#: A new kernel instance warms up for 1/WARM_FRACTION of a sample before its sample.
+WARM_FRACTION = 5
 
 _canary_best: float | None = None  # ns per add: the best this process has seen
 
@@ -110,29 +116,37 @@ class PointData:
 
 
 class KernelPoint:
-    """A cipher kernel prepared once (buffers, keys, calibration), sampled every round."""
+    """A cipher kernel, calibrated once and sampled every round. Each round gets a new
+    instance (new buffers at new addresses, new keys: a kernel's speed can depend on
+    where its buffers landed, e.g. 4 KiB aliasing between input and output), warmed up
+    briefly and sampled with the calibrated operation count, so that the interval covers
+    instance-to-instance variation as well as the machine's."""
 
     def __init__(self, factory: Factory, args: dict[str, Any], min_time: float,
                  warmup: float) -> None:
         self.factory, self.args = factory, args
         self.min_time, self.warmup = min_time, warmup
-        self.kernel: Timed | None = None
         self.iterations = 0
         self.data = PointData()
 
     def prepare(self) -> None:
-        self.kernel = self.factory(**self.args)
-        self.iterations = self.kernel.calibrate(self.min_time, self.warmup)
-        self.data.info = dict(self.kernel.info)
+        kernel = self.factory(**self.args)
+        try:
+            self.iterations = kernel.calibrate(self.min_time, self.warmup)
+            self.data.info = dict(kernel.info)
+        finally:
+            kernel.close()
 
     def sample(self, canary: float) -> None:
-        assert self.kernel is not None
-        self.data.add(self.kernel.sample(self.iterations), self.iterations, canary)
+        kernel = self.factory(**self.args)
+        try:
+            kernel.sample(max(1, self.iterations // WARM_FRACTION))  # warm-up, not kept
+            self.data.add(kernel.sample(self.iterations), self.iterations, canary)
+        finally:
+            kernel.close()
 
     def close(self) -> None:
-        if self.kernel is not None:
-            self.kernel.close()
-            self.kernel = None
+        pass
 
 
 class StorePoint:
@@ -208,6 +222,20 @@ def _canary(n: int) -> float:
     return ns
 
 
+#: A run projected to take longer than this (seconds) says so when it shows no progress bar.
+LONG_RUN = 60.0
+
+
+def _say_how_long(first_round: float, rounds: int, desc: str) -> None:
+    """After the first round: a warning with the time the rest will take, when that is long
+    (a large payload, a big store, many points) and no progress bar shows an ETA."""
+    rest = first_round * (rounds - 1)
+    if rest > LONG_RUN:
+        warnings.warn(f"{desc}: the first of {rounds} rounds took {first_round:.0f} s; the rest "
+                      f"will take about {rest / 60:.0f} min (Ctrl-C stops it, keeping the "
+                      "complete rounds; progress=True shows an ETA)", stacklevel=4)
+
+
 def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: int | None = None,
                progress: bool = False, desc: str = "rounds") -> RunInfo:
     """Prepares every point, then takes ``rounds`` rounds of one sample per point in a
@@ -227,6 +255,7 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
         with progress_bar(rounds * len(points), enabled=progress) as bar:
             try:
                 for r in range(rounds):
+                    t0 = time.monotonic()
                     canary = _canary(n_canary)
                     order = list(range(len(points)))
                     rng.shuffle(order)
@@ -235,6 +264,8 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
                         points[i].sample(canary)
                         bar.done()
                     done = r + 1
+                    if r == 0 and not progress:
+                        _say_how_long(time.monotonic() - t0, rounds, desc)
             except KeyboardInterrupt:
                 interrupted = True
     finally:
@@ -301,6 +332,14 @@ class Workers:
 
             self._worker = MaskedWorker()
         return self._worker
+
+    def factory(self, type_name: str, hw_aes: bool) -> tuple[Factory, str | None]:
+        """What builds a ``_core`` kernel type (``"Kernel"``, ``"StoreKernel"``) for a
+        point: here, or in the masked child for ``hw_aes=False``; and the mask used."""
+        if hw_aes:
+            return getattr(_core, type_name), None
+        worker = self.masked()
+        return functools.partial(worker.new, type_name), worker.mask
 
     def close(self) -> None:
         if self._worker is not None:

@@ -73,14 +73,15 @@ def _payload_ok(payload: int, yes: bool) -> bool:
 
 # -- sweep / compare / plot / store
 
-def parse_value(text: str) -> Any:
-    """A --param value: bool (true/false/yes/no/on/off), None (none), int, float, else the text."""
+def parse_value(text: str, none: bool = True) -> Any:
+    """A --param value: bool (true/false/yes/no/on/off), None (none; with ``none=False``
+    the text, as in ``key_encryption=none``), int, float, else the text."""
     low = text.strip().lower()
     if low in ("true", "yes", "on"):
         return True
     if low in ("false", "no", "off"):
         return False
-    if low == "none":
+    if low == "none" and none:
         return None
     for kind in (int, float):
         try:
@@ -90,8 +91,9 @@ def parse_value(text: str) -> Any:
     return text.strip()
 
 
-def parse_params(specs: list[str]) -> dict[str, Any]:
-    """['payload=16,256', 'op=enc'] -> {'payload': [16, 256], 'op': 'enc'} (one value: a scalar)."""
+def parse_params(specs: list[str], none: bool = True) -> dict[str, Any]:
+    """['payload=16,256', 'op=enc'] -> {'payload': [16, 256], 'op': 'enc'} (one value: a scalar).
+    ``none``: "none" means None (a sweep's default), else it is the text (a value to match)."""
     grid: dict[str, Any] = {}
     for spec in specs:
         name, sep, values = spec.partition("=")
@@ -100,7 +102,7 @@ def parse_params(specs: list[str]) -> dict[str, Any]:
             raise ValueError(f"--param {spec!r}: expected NAME=VALUE[,VALUE...]")
         if name in grid:
             raise ValueError(f"--param {name} given twice; list every value in one --param")
-        parsed = [parse_value(v) for v in values.split(",")]
+        parsed = [parse_value(v, none) for v in values.split(",")]
         grid[name] = parsed if len(parsed) > 1 else parsed[0]
     return grid
 
@@ -150,7 +152,7 @@ def cmd_ratio(args: argparse.Namespace) -> int:
 
     try:
         results = load_results(args.results)
-        num, den = parse_params(args.num or []), parse_params(args.den or [])
+        num, den = parse_params(args.num or [], none=False), parse_params(args.den or [], none=False)
         found = results.ratio(num, den)
     except (OSError, ValueError, TypeError) as e:
         return _fail("ratio", e)

@@ -420,13 +420,9 @@ def plan_bench(
     _core.check_timing(min_time, repeats, warm)
     if directory is not None and not os.path.isdir(directory):
         raise NotADirectoryError(f"directory={os.fspath(directory)!r} is not an existing directory")
-    factory: Any = _core.StoreKernel
-    mask: str | None = None
-    if not hw_aes:
-        if workers is None:
-            raise ValueError("hw_aes=False needs the run's workers")
-        worker = workers.masked()
-        factory, mask = functools.partial(worker.new, "StoreKernel"), worker.mask
+    if workers is None and not hw_aes:
+        raise ValueError("hw_aes=False needs the run's workers (the masked child process)")
+    factory, mask = (workers or Workers()).factory("StoreKernel", hw_aes)
     where = None if directory is None else os.fspath(directory)
     point = StorePoint(factory, workload, params, min_time, warm, stages, where)
     workload_params = cast(StoreParams, dict(params, stages=stages))
