@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -521,11 +522,23 @@ def instability_warnings(*, rounds_ns: _Values, cpu_ns: _Values | None = None,
 
 
 def summarize_warnings(per_item: Sequence[Sequence[str]], noun: str = "points") -> list[str]:
-    """Each distinct warning of several items once, most frequent first, prefixed with
-    how many of the items carry it: ``"(3 of 12 points) The rounds vary ..."``."""
-    counts: dict[str, int] = {}
+    """The warnings of several items, one line per kind, most frequent first: warnings
+    that differ only in their numbers are one kind ("preempted in 2 of 10 rounds" and
+    "... 3 of 10 ..."), shown by its most frequent sentence and prefixed with how many of
+    the items carry one: ``"(3 of 12 points) The rounds vary ..."``."""
+    kinds: dict[str, dict[str, int]] = {}  # kind -> sentence -> count
+    items: dict[str, int] = {}             # kind -> items carrying it
     for warnings in per_item:
+        seen = set()
         for w in warnings:
-            counts[w] = counts.get(w, 0) + 1
-    return [f"({n} of {len(per_item)} {noun}) {w}"
-            for w, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+            kind = re.sub(r"\d[\d.,]*", "#", w)
+            kinds.setdefault(kind, {})[w] = kinds.get(kind, {}).get(w, 0) + 1
+            seen.add(kind)
+        for kind in seen:
+            items[kind] = items.get(kind, 0) + 1
+    out = []
+    for kind in sorted(kinds, key=lambda k: -items[k]):
+        example = max(kinds[kind].items(), key=lambda kv: kv[1])[0]
+        similar = " (figures vary by point)" if len(kinds[kind]) > 1 else ""
+        out.append(f"({items[kind]} of {len(per_item)} {noun}) {example}{similar}")
+    return out

@@ -450,3 +450,14 @@ def test_all_lists_the_new_api() -> None:
                  "MAX_MIN_RATIO", "PREEMPTED_FRACTION", "CPU_WALL_MIN", "CANARY_SLOWDOWN",
                  "MIN_CI_HALF_WIDTH", "MIN_VERDICT_ROUNDS", "mann_whitney_u", "MannWhitney"):
         assert name in stats.__all__ and hasattr(stats, name)
+
+
+def test_summarize_warnings_groups_sentences_that_differ_only_in_numbers() -> None:
+    from pycipherbench.stats import summarize_warnings
+
+    got = summarize_warnings([["preempted in 2 of 3 rounds", "load 2.1 on 2 cores"],
+                              ["preempted in 3 of 3 rounds"], ["preempted in 2 of 3 rounds"], []],
+                             noun="rows")
+    assert got == ["(3 of 4 rows) preempted in 2 of 3 rounds (figures vary by point)",
+                   "(1 of 4 rows) load 2.1 on 2 cores"]
+    assert summarize_warnings([[], []]) == []
