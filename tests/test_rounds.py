@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -23,9 +22,10 @@ import synthetic
 
 import pycipherbench as pcb
 from pycipherbench import Results, _core, cli, store
+from pycipherbench._hwaes import python_command
 from pycipherbench.stats import Ratio
 
-ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_ROOT = str(Path(pcb.__file__).resolve().parent.parent)  # where the tested package is
 rounds_mod = importlib.import_module("pycipherbench._rounds")
 
 
@@ -168,14 +168,14 @@ def test_cli_ratio(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     pcb.sweep("store", workload="get", n_keys=20, key_encryption=["siv", "none"], min_time=0.001,
               repeats=3, warmup=0, stages=False, progress=False, out=out)
-    buf = subprocess.run([sys.executable, "-m", "pycipherbench.cli", "ratio", str(out), "--num",
-                          "key_encryption=siv", "--den", "key_encryption=none"],
-                         capture_output=True, text=True, cwd=ROOT, check=False, timeout=120)
+    buf = subprocess.run(python_command("pycipherbench.cli", "ratio", str(out), "--num",
+                                        "key_encryption=siv", "--den", "key_encryption=none"),
+                         capture_output=True, text=True, cwd=tmp_path, check=False, timeout=120)
     assert buf.returncode == 0, buf.stderr
     assert "key_encryption=siv / key_encryption=none" in buf.stdout and "(3 rounds" in buf.stdout
-    bad = subprocess.run([sys.executable, "-m", "pycipherbench.cli", "ratio", str(out), "--num",
-                          "key_encryption=nope", "--den", "key_encryption=none"],
-                         capture_output=True, text=True, cwd=ROOT, check=False, timeout=120)
+    bad = subprocess.run(python_command("pycipherbench.cli", "ratio", str(out), "--num",
+                                        "key_encryption=nope", "--den", "key_encryption=none"),
+                         capture_output=True, text=True, cwd=tmp_path, check=False, timeout=120)
     assert bad.returncode == 2 and "no pair of points matches" in bad.stderr
 
 
@@ -203,6 +203,7 @@ def test_ctrl_c_stops_a_sweep_within_a_second_keeping_complete_rounds(tmp_path: 
     ready = tmp_path / "ready"
     code = textwrap.dedent(f"""
         import pathlib, sys
+        sys.path.insert(0, {PACKAGE_ROOT!r})  # this very pycipherbench, installed or built in place
         import pycipherbench as pcb
         from pycipherbench import _rounds
         real = _rounds._canary
@@ -216,9 +217,8 @@ def test_ctrl_c_stops_a_sweep_within_a_second_keeping_complete_rounds(tmp_path: 
                       payload=64, min_time=0.05, repeats=100000, progress=False)
         print("complete", r.complete, "rounds", min(m.n_rounds for m in r), flush=True)
     """)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
         deadline = time.monotonic() + 120
         while not ready.exists():
