@@ -62,10 +62,10 @@ import time
 
 try:
     import pycipherbench as pcb
-from pycipherbench.stats import median_ci, median_ci_level
 except ImportError:  # run from the repo root without installing
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     import pycipherbench as pcb
+from pycipherbench.stats import median_ci, median_ci_level  # noqa: E402
 
 
 STREAM_CASES = [

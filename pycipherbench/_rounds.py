@@ -43,9 +43,10 @@ from ._progress import progress as progress_bar
 #: 9th of the sorted rounds (97.9% coverage), and paired ratios that order
 #: points differing by a few percent on a busy laptop.
 DEFAULT_ROUNDS = 10
-#: What the canary aims to last per round (seconds): long enough to see a
-#: slow period, short beside a sample.
-CANARY_TIME = 0.002
+#: What the canary aims to last per round (seconds): long enough that its own
+#: noise (timer ticks, interrupts) stays well below the slowdowns it is there to
+#: see, short beside a round.
+CANARY_TIME = 0.01
 
 #: A new kernel instance warms up for 1/WARM_FRACTION of a sample before its sample.
 WARM_FRACTION = 5

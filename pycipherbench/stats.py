@@ -453,7 +453,10 @@ def instability_warnings(*, rounds_ns: _Values, cpu_ns: _Values | None = None,
       best in some rounds;
     * ``ci``'s relative half-width, (high - low) / (high + low), is below the
       canary's relative IQR or :data:`MIN_CI_HALF_WIDTH` (0.5%): an interval
-      that narrow likely understates how much the machine drifts between runs.
+      that narrow likely understates how much the machine drifts between runs;
+    * (with ``ci`` and 6 rounds or more) the medians of the first and the last
+      half of the rounds, in run order, differ by more than that half-width: the
+      machine drifted during the run.
     """
     rounds = _values(rounds_ns, "instability_warnings", "rounds_ns", positive=True)
     n = int(rounds.size)
@@ -518,7 +521,21 @@ def instability_warnings(*, rounds_ns: _Values, cpu_ns: _Values | None = None,
                    if drift >= MIN_CI_HALF_WIDTH else f"{_pct(MIN_CI_HALF_WIDTH)}, which few machines hold")
             out.append(f"The interval is only \u00b1{_pct(half)} wide, narrower than {why}: it likely "
                        f"understates how much this machine drifts between runs.")
+        shift = _halves_shift(rounds)
+        if shift > half and len(rounds) >= 6:
+            out.append(f"The first and last halves of the rounds differ by {_pct(shift)}, more than "
+                       f"the interval's \u00b1{_pct(half)}: the machine drifted during the run, so "
+                       f"another run may land outside the interval.")
     return out
+
+
+def _halves_shift(rounds: np.ndarray) -> float:
+    """Relative difference of the medians of the first and the last half of the rounds (in
+    the order they ran): a drift the order-statistic interval, which treats the rounds as
+    exchangeable, does not see."""
+    half = len(rounds) // 2
+    a, b = float(np.median(rounds[:half])), float(np.median(rounds[-half:]))
+    return abs(a - b) / min(a, b)
 
 
 def summarize_warnings(per_item: Sequence[Sequence[str]], noun: str = "points") -> list[str]:

@@ -461,3 +461,13 @@ def test_summarize_warnings_groups_sentences_that_differ_only_in_numbers() -> No
     assert got == ["(3 of 4 rows) preempted in 2 of 3 rounds (figures vary by point)",
                    "(1 of 4 rows) load 2.1 on 2 cores"]
     assert summarize_warnings([[], []]) == []
+
+
+def test_instability_warnings_see_a_drift_between_the_halves_of_a_run() -> None:
+    from pycipherbench.stats import instability_warnings, median_ci
+
+    steady = [100.0, 100.2, 99.9, 100.1, 100.0, 99.8, 100.1, 100.0, 99.9, 100.2]
+    drifting = [100.0, 100.2, 99.9, 100.1, 100.0, 103.0, 103.2, 102.9, 103.1, 103.0]
+    assert not any("halves" in w for w in instability_warnings(rounds_ns=steady, ci=median_ci(steady)))
+    got = instability_warnings(rounds_ns=drifting, ci=median_ci(drifting))
+    assert any("first and last halves of the rounds differ by 3" in w for w in got), got
