@@ -191,6 +191,7 @@ class StorePoint:
 
 class Point(Protocol):
     data: PointData
+    min_time: float
 
     def prepare(self) -> None: ...
     def sample(self, canary: float) -> None: ...
@@ -208,11 +209,18 @@ class RunInfo:
     seed: int
 
 
-def _canary_iterations() -> int:
-    """Additions that make one canary sample last about CANARY_TIME."""
-    n = 100_000
-    elapsed = _core.canary(n)[0]
-    return max(1000, int(n * CANARY_TIME * 1e9 / max(elapsed, 1)))
+_canary_rate: float | None = None  # additions per ns, measured once per process
+
+
+def _canary_iterations(points: Sequence[Point]) -> int:
+    """Additions that make one canary sample last about CANARY_TIME, or as long as the
+    shortest sample of the run when that is shorter (a tiny run stays tiny)."""
+    global _canary_rate
+    if _canary_rate is None:
+        n = 100_000
+        _canary_rate = n / max(_core.canary(n)[0], 1)
+    seconds = min([CANARY_TIME, *(p.min_time for p in points)])
+    return max(1000, int(_canary_rate * seconds * 1e9))
 
 
 def _canary(n: int) -> float:
@@ -252,7 +260,7 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
     try:
         for p in points:
             p.prepare()
-        n_canary = _canary_iterations()
+        n_canary = _canary_iterations(points)
         with progress_bar(rounds * len(points), enabled=progress) as bar:
             try:
                 for r in range(rounds):

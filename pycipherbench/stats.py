@@ -521,8 +521,8 @@ def instability_warnings(*, rounds_ns: _Values, cpu_ns: _Values | None = None,
                    if drift >= MIN_CI_HALF_WIDTH else f"{_pct(MIN_CI_HALF_WIDTH)}, which few machines hold")
             out.append(f"The interval is only \u00b1{_pct(half)} wide, narrower than {why}: it likely "
                        f"understates how much this machine drifts between runs.")
-        shift = _halves_shift(rounds)
-        if shift > half and len(rounds) >= 6:
+        shift = _halves_shift(rounds) if len(rounds) >= 6 else 0.0
+        if shift > half:
             out.append(f"The first and last halves of the rounds differ by {_pct(shift)}, more than "
                        f"the interval's \u00b1{_pct(half)}: the machine drifted during the run, so "
                        f"another run may land outside the interval.")
