@@ -202,7 +202,13 @@ def test_speed_interrupted_prints_the_rows_it_has(monkeypatch: pytest.MonkeyPatc
 def test_ctrl_c_stops_a_sweep_within_a_second_keeping_complete_rounds(tmp_path: Path) -> None:
     ready = tmp_path / "ready"
     code = textwrap.dedent(f"""
-        import pathlib, sys
+        import pathlib, signal, sys
+        # What this child inherited (a runner may start it with SIGINT ignored or blocked,
+        # which Python keeps): said on stderr, then Ctrl-C restored as a user's shell has it.
+        print("inherited SIGINT", signal.getsignal(signal.SIGINT),
+              signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []), file=sys.stderr)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
         sys.path.insert(0, {PACKAGE_ROOT!r})  # this very pycipherbench, installed or built in place
         import pycipherbench as pcb
         from pycipherbench import _rounds
@@ -227,7 +233,12 @@ def test_ctrl_c_stops_a_sweep_within_a_second_keeping_complete_rounds(tmp_path: 
         time.sleep(0.3)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"no exit 30 s after SIGINT; child's stderr:\n{err}")
         latency = time.monotonic() - t0
     finally:
         if proc.poll() is None:
