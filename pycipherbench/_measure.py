@@ -11,7 +11,7 @@ from . import _core
 from ._format import format_size
 from ._record import Record, TableColumn
 from ._rounds import (DEFAULT_ROUNDS, KernelPoint, Plan, PointData, RunInfo, Workers,
-                      record_fields, run_plans)
+                      record_fields, run_one)
 
 Op = Literal["enc", "dec"]
 Scope = Literal["stream", "message", "rekey"]
@@ -163,13 +163,5 @@ def measure(
         p = plan(transformation, op=op, payload=payload, key_bits=key_bits, rounds=rounds,
                  scope=scope, iv_len=iv_len, hw_aes=hw_aes, min_time=min_time, repeats=repeats,
                  warmup=warmup, workers=workers)
-        (m,), run = _run_one(p, repeats, progress)
+        m: Measurement = run_one(p, repeats, progress=progress, desc="measure")
     return m
-
-
-def _run_one(p: Plan, repeats: int, progress: bool) -> tuple[list[Any], RunInfo]:
-    """Runs one plan; Ctrl-C is re-raised (a single measurement has nothing to keep)."""
-    records, run = run_plans([p], repeats, progress=progress, desc="measure")
-    if run.interrupted:
-        raise KeyboardInterrupt
-    return records, run

@@ -328,6 +328,15 @@ def run_plans(plans: Sequence[Plan], repeats: int, *, seed: int | None = None,
     return [p.build(p.point.data, run) for p in plans], run
 
 
+def run_one(plan: Plan, repeats: int, *, progress: bool = False, desc: str = "rounds") -> Any:
+    """The record of one plan's rounds (what measure() and store.bench() return); Ctrl-C
+    is re-raised, as a single measurement has nothing worth keeping."""
+    records, run = run_plans([plan], repeats, progress=progress, desc=desc)
+    if run.interrupted:
+        raise KeyboardInterrupt
+    return records[0]
+
+
 class Workers:
     """The masked child process for ``hw_aes=False`` points, started on first use and
     shared by every point of a run."""

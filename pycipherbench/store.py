@@ -33,7 +33,7 @@ from ._core import ReservedNameError, StoreFormatError
 from ._format import format_ns
 from ._record import Record, TableColumn
 from ._rounds import (DEFAULT_ROUNDS, Plan, PointData, RunInfo, StorePoint, Workers,
-                      record_fields, run_plans)
+                      record_fields, run_one)
 
 __all__ = [
     "Editor",
@@ -488,7 +488,5 @@ def bench(
                        cache=cache, layout=layout, faithful=faithful, passphrase=passphrase,
                        hw_aes=hw_aes, min_time=min_time, repeats=repeats, warmup=warmup,
                        stages=stages, directory=directory, workers=workers)
-        records, run = run_plans([p], repeats, progress=progress, desc="store.bench")
-    if run.interrupted:
-        raise KeyboardInterrupt
-    return cast(StoreMeasurement, records[0])
+        m: StoreMeasurement = run_one(p, repeats, progress=progress, desc="store.bench")
+    return m

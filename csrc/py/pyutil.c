@@ -148,8 +148,7 @@ PyObject *pcb_sample_tuple(const pcb_sample *s)
                          (unsigned long long)s->nivcsw, (unsigned long long)s->call_ns);
 }
 
-/* Claims a timed object for one GIL-released call: 1, or 0 with RuntimeError. */
-static int claim(pcb_timed *t)
+int pcb_timed_claim(pcb_timed *t)
 {
     if (t->closed) {
         PyErr_SetString(PyExc_ValueError, "the kernel is closed");
@@ -171,7 +170,7 @@ PyObject *pcb_timed_calibrate(module_state *ms, pcb_timed *t, PyObject *args, Py
     uint64_t min_ns, warmup_ns, n = 0;
     int rc;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|d:calibrate", kwlist, &min_time, &warmup)
-        || !pcb_time_args(min_time, &warmup, &min_ns, &warmup_ns) || !claim(t))
+        || !pcb_time_args(min_time, &warmup, &min_ns, &warmup_ns) || !pcb_timed_claim(t))
         return NULL;
     Py_BEGIN_ALLOW_THREADS
     rc = pcb_timing_warmup(t->fn, t->arg, warmup_ns);
@@ -189,7 +188,7 @@ PyObject *pcb_timed_sample(module_state *ms, pcb_timed *t, PyObject *n_obj)
     long long n;
     pcb_sample s;
     int rc;
-    if (!pcb_int_arg(n_obj, "iterations", 1, (long long)1 << 50, &n) || !claim(t))
+    if (!pcb_int_arg(n_obj, "iterations", 1, (long long)1 << 50, &n) || !pcb_timed_claim(t))
         return NULL;
     Py_BEGIN_ALLOW_THREADS
     rc = pcb_timing_sample(t->fn, t->arg, (uint64_t)n, &s);

@@ -68,6 +68,9 @@ typedef struct {
     int busy, closed;
 } pcb_timed;
 
+/* Claims a timed object for one GIL-released call (set t->busy = 0 after it): 1, or 0
+ * with ValueError if it is closed or RuntimeError if another thread is using it. */
+int pcb_timed_claim(pcb_timed *t);
 /* calibrate(min_time, warmup=-1.0) -> int: warm-up, then the operation
  * count one sample needs; GIL released. */
 PyObject *pcb_timed_calibrate(module_state *ms, pcb_timed *t, PyObject *args, PyObject *kwargs);

@@ -191,13 +191,8 @@ static PyObject *StoreKernel_stages(StoreKernelObject *k, PyObject *n_obj)
     pcb_store_bench_stages s;
     pcb_status st = {0};
     int ok;
-    if (!pcb_int_arg(n_obj, "iterations", 1, (long long)1 << 40, &n))
+    if (!pcb_int_arg(n_obj, "iterations", 1, (long long)1 << 40, &n) || !pcb_timed_claim(&k->timed))
         return NULL;
-    if (k->timed.closed || k->timed.busy) {
-        PyErr_SetString(PyExc_RuntimeError, "the kernel is closed or in use");
-        return NULL;
-    }
-    k->timed.busy = 1;
     Py_BEGIN_ALLOW_THREADS
     ok = pcb_store_bench_stages_run(k->bench, (uint64_t)n, &s, &st);
     Py_END_ALLOW_THREADS
