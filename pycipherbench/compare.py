@@ -17,7 +17,7 @@ import numpy as np
 
 from ._format import format_cell, format_ns, format_table
 from ._params import Column, param_columns, param_names, point_key, same_value, structured_array
-from .stats import Ratio, compare_rounds, paired_ratio
+from .stats import RUN_TO_RUN, Ratio, compare_rounds, paired_ratio
 
 if TYPE_CHECKING:
     from ._record import Record
@@ -183,8 +183,8 @@ def _matches(params: dict[str, Any], want: dict[str, Any]) -> bool:
     return all(k in params and same_value(params[k], v) for k, v in want.items())
 
 
-def ratios(results: Results, numerator: dict[str, Any],
-           denominator: dict[str, Any]) -> list[Ratio]:
+def ratios(results: Results, numerator: dict[str, Any], denominator: dict[str, Any],
+           run_to_run: float = RUN_TO_RUN) -> list[Ratio]:
     """Paired ratios (numerator / denominator, of ns per operation) of the points of one
     sweep that differ only in the given parameters: see :meth:`Results.ratio`."""
     if not numerator or not denominator:
@@ -207,7 +207,7 @@ def ratios(results: Results, numerator: dict[str, Any],
             raise ValueError(f"the points {p} and {pair[0]} have {len(m.samples)} and "
                              f"{len(d.samples)} rounds: they were not measured in the same "
                              "rounds (one sweep), so they cannot be paired")
-        out.append(paired_ratio(m.samples, d.samples, params=rest))
+        out.append(paired_ratio(m.samples, d.samples, params=rest, run_to_run=run_to_run))
     if not out:
         raise ValueError(f"no pair of points matches numerator={numerator} and "
                          f"denominator={denominator} with all other parameters equal; "

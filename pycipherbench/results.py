@@ -36,7 +36,7 @@ from ._record import Record
 from .compare import Comparison, DifferentMachinesError, PointComparison
 from .compare import compare as _compare
 from .compare import ratios as _ratios
-from .stats import MannWhitney, Ratio, mann_whitney_u, summarize_warnings
+from .stats import RUN_TO_RUN, MannWhitney, Ratio, mann_whitney_u, summarize_warnings
 from .store import StoreMeasurement
 
 # Importable from here as before they moved: MISSING_INT, point_key, MACHINE_KEYS, machine_differences.
@@ -249,7 +249,8 @@ class Results:
             raise
 
     # -- comparison
-    def ratio(self, numerator: dict[str, Any], denominator: dict[str, Any]) -> Ratio | list[Ratio]:
+    def ratio(self, numerator: dict[str, Any], denominator: dict[str, Any],
+              run_to_run: float = RUN_TO_RUN) -> Ratio | list[Ratio]:
         """How much slower the ``numerator`` points are than the ``denominator`` points
         (ratio of ns per operation; > 1: slower), with a 95% interval.
 
@@ -258,13 +259,15 @@ class Results:
         "none"}``). They were measured in the same rounds, interleaved, so each round
         gives one ratio in which whatever slowed the machine during that round cancels
         out: the estimate is the median of the per-round ratios and the interval
-        comes from order statistics of their logs (distribution-free). ``significant``
-        means the interval excludes 1.
+        comes from order statistics of their logs (distribution-free), widened by
+        ``run_to_run`` (default :data:`~pycipherbench.stats.RUN_TO_RUN`, 1.5%) for what
+        varies between runs but not within one; 0 gives the rounds' interval alone.
+        ``significant`` means the interval excludes 1.
 
         Returns one :class:`~pycipherbench.stats.Ratio` when one pair matches, else a
         list (one per pair, ``params`` naming the other parameters).
         """
-        found = _ratios(self, numerator, denominator)
+        found = _ratios(self, numerator, denominator, run_to_run)
         return found[0] if len(found) == 1 else found
 
     def compare(
