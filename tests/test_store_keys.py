@@ -166,6 +166,11 @@ def test_issue11_item13_rotation_keeps_params_and_retags(tmp_path):
     assert q["mac"] == mac_of(q, b"battery staple")
     with store.open(path, passphrase="battery staple") as s:
         assert s.get_string("k") == "v"
+        with pytest.raises(ValueError, match="keeps the store's scrypt"):
+            s._store.rotate(passphrase="other staple", scrypt_n=1 << 12)  # _core: not ignored
+        assert s.get_string("k") == "v"
+    with store.open(path, passphrase="battery staple") as s:
+        assert s.get_string("k") == "v"
 
 
 def test_issue11_item13_scrypt_n_bounded_above(tmp_path):

@@ -383,6 +383,11 @@ static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MAST
     int v = rotating ? scrypt_verify(s, s->master, st) : 0;
     if (v < 0)
         return 0;
+    if (v && s->opt.scrypt_n && s->opt.scrypt_n != s->kdf.n)
+        return pcb_fail(st, PCB_E_VALUE, "a rotation keeps the store's scrypt salt and costs (n=%llu "
+                        "in %s): scrypt_n=%llu cannot change them; copy the entries into a new store "
+                        "to change them", (unsigned long long)s->kdf.n, s->scrypt_path,
+                        (unsigned long long)s->opt.scrypt_n);
     if (v)
         ok = check_scrypt_bounds(s, 2, st) && scrypt_derive(s, fresh, st);
     else /* a new store, or rotation to a file of another origin: it must be ours */
