@@ -391,3 +391,21 @@ def test_issue11_small_key_file_error_names_the_users_path(tmp_path):
     with pytest.raises(FileNotFoundError) as ei:
         store.open(tmp_path / "s.xml", master_key_file=key)
     assert str(key) in str(ei.value) and ".tmp" not in str(ei.value), str(ei.value)
+
+
+def test_issue11_item13_rotation_crash_between_the_two_files_stays_readable(tmp_path):
+    # rotate(passphrase=) re-tags <path>.scrypt, then writes the store: a crash between
+    # the two leaves a tag for the new passphrase beside a store sealed by the old one.
+    path = tmp_path / "pw.xml"
+    make_pw_store(path)
+    old_store, old_params = path.read_bytes(), scrypt_file(path).read_bytes()
+    with store.open(path, passphrase=PW) as s:
+        s.rotate(passphrase="battery staple")
+    new_params = scrypt_file(path).read_bytes()
+    path.write_bytes(old_store)  # the state of the crash: new tag, old store
+    with store.open(path, passphrase=PW) as s:  # the keysets decide; the tag is repaired
+        assert s.get_string("k") == "v"
+    assert scrypt_file(path).read_bytes() == old_params
+    with pytest.raises(pcb.DecryptionError, match="passphrase is wrong"):
+        store.open(path, passphrase="battery staple")
+    assert new_params != old_params
