@@ -237,10 +237,13 @@ def open(  # noqa: A001 - the module's verb, as in io.open
     Args:
         path: the XML file; its base name without ``.xml`` is the store's name.
         master_key_file: 32 raw bytes, created 0600 if absent (first launch:
-            key generation); a file group or others can read is refused.
+            key generation); a file group or others can read, one owned by
+            another user, a symbolic link, or the store's own file is refused.
         passphrase: instead of a key file, derive the master key with scrypt;
-            salt and costs are kept in ``<path>.scrypt`` (``scrypt_n`` sets N
-            for a new store, default 2**15).
+            salt and costs are kept in ``<path>.scrypt``, tagged under the
+            derived key (``scrypt_n`` sets N for a new store, a power of two
+            up to 2**20, default 2**15; a new store refuses an existing
+            ``.scrypt`` it cannot authenticate or one weaker than asked).
         encrypted: False gives the plain SharedPreferences baseline.
         key_encryption: ``"siv"`` (ESP) or ``"none"`` (names in plain text).
         value_encryption: ``"gcm"`` (ESP), ``"chacha20-poly1305"`` or ``"none"``.

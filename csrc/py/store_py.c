@@ -86,7 +86,7 @@ int pcb_store_options_arg(int encrypted, const char *key_encryption,
     return 1;
 }
 
-/* scrypt_n: 0 for the default, else a power of two in [2, 2**24]. */
+/* scrypt_n: 0 for the default, else a power of two in [2, PCB_SCRYPT_N_MAX]. */
 static int scrypt_arg(PyObject *obj, uint64_t *out)
 {
     long long v;
@@ -101,8 +101,9 @@ static int scrypt_arg(PyObject *obj, uint64_t *out)
         return 0;
     if (!overflow && v == 0)
         return 1;
-    if (overflow || v < 2 || v > (1LL << 24) || (v & (v - 1))) {
-        PyErr_Format(PyExc_ValueError, "scrypt_n must be a power of two from 2 to 2**24, got %S", obj);
+    if (overflow || v < 2 || (uint64_t)v > PCB_SCRYPT_N_MAX || (v & (v - 1))) {
+        PyErr_Format(PyExc_ValueError, "scrypt_n must be a power of two from 2 to 2**20 (1 GiB of "
+                     "memory), got %S", obj);
         return 0;
     }
     *out = (uint64_t)v;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 
 #include "common/mem.h"
@@ -26,11 +27,14 @@ void pcb_file_bytes_free(pcb_file_bytes *f, int wipe)
 }
 
 /* Reads a regular file of at most max_len bytes (larger ones are refused
- * from their size, before any reading). A large file lands in big_alloc
- * memory (huge pages where the kernel gives them): a store file is read
- * once per open and is the largest buffer an open touches. */
-int pcb_read_whole_file(const char *path, size_t max_len, const char *what, pcb_file_bytes *f,
-                           int *missing, pcb_status *st)
+ * from their size, before any reading; a text file whose first bytes hold
+ * a NUL is refused from those bytes, before the rest is read). A large file
+ * lands in big_alloc memory (huge pages where the kernel gives them): a
+ * store file is read once per open and is the largest buffer an open
+ * touches. (Small text files go whole to their parser, whose messages say
+ * more.) */
+static int read_whole(const char *path, size_t max_len, const char *what, int text,
+                      pcb_file_bytes *f, int *missing, pcb_status *st)
 {
     memset(f, 0, sizeof *f);
     *missing = 0;
@@ -58,6 +62,18 @@ int pcb_read_whole_file(const char *path, size_t max_len, const char *what, pcb_
         close(fd);
         return pcb_fail(st, PCB_E_FORMAT, "%s is %lld bytes, larger than %s may be (%zu bytes)",
                         path, (long long)sb.st_size, what, max_len);
+    }
+    if (text && sb.st_size > 65536) { /* sniff a big file: sparse or binary is refused from its first bytes */
+        char head[4096];
+        ssize_t h;
+        while ((h = pread(fd, head, sizeof head, 0)) < 0 && errno == EINTR)
+            ;
+        const char *nul = h > 0 ? memchr(head, 0, (size_t)h) : NULL;
+        if (nul != NULL) {
+            close(fd);
+            return pcb_fail(st, PCB_E_FORMAT, "%s is not %s: it holds a NUL byte (a control "
+                            "character) at offset %zu, where text was expected", path, what, (size_t)(nul - head));
+        }
     }
     size_t cap = (size_t)sb.st_size + 1, n = 0;
     char *buf = pcb_big_alloc(cap);
@@ -103,6 +119,76 @@ int pcb_read_whole_file(const char *path, size_t max_len, const char *what, pcb_
     return 1;
 }
 
+int pcb_read_whole_file(const char *path, size_t max_len, const char *what, pcb_file_bytes *f,
+                        int *missing, pcb_status *st)
+{
+    return read_whole(path, max_len, what, 0, f, missing, st);
+}
+
+int pcb_read_whole_text(const char *path, size_t max_len, const char *what, pcb_file_bytes *f,
+                        int *missing, pcb_status *st)
+{
+    return read_whole(path, max_len, what, 1, f, missing, st);
+}
+
+/* A private key file: opened without following a final symbolic link, and
+ * checked on the opened descriptor (no race with a swap): a regular file
+ * owned by the effective user, mode without group/other bits, exactly len
+ * bytes. As OpenSSH does for its keys. */
+int pcb_read_private_file(const char *path, size_t len, const char *what, uint8_t *out,
+                          int *missing, pcb_status *st)
+{
+    *missing = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY);
+    if (fd < 0) {
+        if (errno == ENOENT) {
+            *missing = 1;
+            return 1;
+        }
+        if (errno == ELOOP)
+            return pcb_fail(st, PCB_E_PERMISSION, "%s %s is a symbolic link, not a regular "
+                            "file; a key file is refused through a link: give the file's own path", what, path);
+        return pcb_fail_os(st, "cannot open %s %s", what, path);
+    }
+    struct stat sb;
+    int ok = 0;
+    if (fstat(fd, &sb) != 0)
+        pcb_fail_os(st, "cannot stat %s %s", what, path);
+    else if (!S_ISREG(sb.st_mode)) {
+        errno = S_ISDIR(sb.st_mode) ? EISDIR : EINVAL;
+        pcb_fail_os(st, "%s %s is not a regular file", what, path);
+    } else if (sb.st_uid != geteuid())
+        pcb_fail(st, PCB_E_PERMISSION, "%s %s is owned by uid %lu, not by this user (uid %lu); "
+                 "a key file must belong to the user who uses it", what, path,
+                 (unsigned long)sb.st_uid, (unsigned long)geteuid());
+    else if (sb.st_mode & 077)
+        pcb_fail(st, PCB_E_PERMISSION, "%s %s is accessible by group or others (mode %04o); "
+                 "it must be private to its owner: run chmod 600 %s", what, path,
+                 (unsigned)(sb.st_mode & 07777), path);
+    else if ((uint64_t)sb.st_size != len) /* refused from its size, unread */
+        pcb_fail(st, PCB_E_FORMAT, "%s %s must hold exactly %zu bytes, holds %lld", what, path, len,
+                 (long long)sb.st_size);
+    else {
+        size_t n = 0;
+        while (n < len) {
+            ssize_t r = read(fd, out + n, len - n);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                break;
+            n += (size_t)r;
+        }
+        ok = n == len;
+        if (!ok) {
+            OPENSSL_cleanse(out, len);
+            pcb_fail(st, PCB_E_FORMAT, "%s %s must hold exactly %zu bytes, %zu could be read",
+                     what, path, len, n);
+        }
+    }
+    close(fd);
+    return ok;
+}
+
 static int write_all(int fd, const char *p, size_t n)
 {
     while (n > 0) {
@@ -138,17 +224,29 @@ static void tmp_name_of(const char *path, char *out, size_t cap, unsigned long l
 }
 
 /* Writes data to a new temporary file beside path (its name into tmp) and
- * fsyncs it; on failure nothing is left behind. */
-static int write_tmp(const char *path, const char *data, size_t len, mode_t mode, char *tmp,
-                     size_t tmp_cap, pcb_status *st)
+ * fsyncs it; on failure nothing is left behind. keep (may be NULL): the
+ * file being replaced, whose owner (where permitted) and mode the new one
+ * takes. Messages name path, the user's file, not the temporary one. */
+static int write_tmp(const char *path, const char *data, size_t len, mode_t mode,
+                     const struct stat *keep, char *tmp, size_t tmp_cap, pcb_status *st)
 {
     unsigned long long r;
-    RAND_bytes((unsigned char *)&r, sizeof r);
+    if (RAND_bytes((unsigned char *)&r, sizeof r) != 1)
+        return pcb_fail_openssl(st, "drawing a temporary file name");
     tmp_name_of(path, tmp, tmp_cap, r);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd < 0)
-        return pcb_fail_os(st, "cannot create %s", tmp);
-    int ok = write_all(fd, data, len) && fsync(fd) == 0;
+        return pcb_fail_os(st, "cannot write %s (creating a temporary file beside it)", path);
+    int ok = 1;
+    if (keep != NULL) {
+        /* chown first (it may clear set-id bits), then the old mode exactly;
+         * a user who may not give the file away keeps the mode only. */
+        if ((keep->st_uid != geteuid() || keep->st_gid != getegid())
+            && fchown(fd, keep->st_uid, keep->st_gid) != 0 && errno != EPERM)
+            ok = 0;
+        ok = ok && fchmod(fd, keep->st_mode & 07777) == 0;
+    }
+    ok = ok && write_all(fd, data, len) && fsync(fd) == 0;
     int err = errno;
     if (close(fd) != 0 && ok) {
         ok = 0;
@@ -157,28 +255,72 @@ static int write_tmp(const char *path, const char *data, size_t len, mode_t mode
     if (!ok) {
         unlink(tmp);
         errno = err;
-        return pcb_fail_os(st, "cannot write %s", tmp);
+        return pcb_fail_os(st, "cannot write %s", path);
     }
     return 1;
 }
 
+/* The file a write to path lands in: path itself, or the end of its chain
+ * of symbolic links (a dangling link resolves to the missing file it names,
+ * which the write then creates). malloc'd; NULL with st set. */
+static char *resolve_links(const char *path, pcb_status *st)
+{
+    char *cur = strdup(path);
+    for (int hops = 0; cur != NULL; hops++) {
+        struct stat sb;
+        if (lstat(cur, &sb) != 0 || !S_ISLNK(sb.st_mode))
+            return cur; /* not a link (or missing): writes go here */
+        char target[PATH_MAX];
+        ssize_t n = hops < 40 ? readlink(cur, target, sizeof target - 1) : (errno = ELOOP, -1);
+        if (n < 0) {
+            pcb_fail_os(st, "cannot resolve the symbolic link %s", cur);
+            free(cur);
+            return NULL;
+        }
+        target[n] = '\0';
+        char *next = NULL, *dir = target[0] == '/' ? NULL : pcb_dir_of(cur);
+        if (target[0] == '/')
+            next = strdup(target);
+        else if (dir != NULL && asprintf(&next, "%s/%s", dir, target) < 0)
+            next = NULL;
+        free(dir);
+        free(cur);
+        cur = next;
+    }
+    pcb_oom(st);
+    return NULL;
+}
+
 /* Writes data to path atomically: a new temporary file, fsync, rename over
- * path, fsync the directory. A crash leaves the old file or the new one. */
+ * path, fsync the directory. A crash leaves the old file or the new one. A
+ * symbolic link is kept (its target is replaced, in the target's
+ * directory); an existing file keeps its mode and owner. */
 int pcb_atomic_write(const char *path, const char *dir, const char *data, size_t len,
                         mode_t mode, pcb_status *st)
 {
     char tmp[PATH_MAX + 64];
-    if (!write_tmp(path, data, len, mode, tmp, sizeof tmp, st))
+    char *target = resolve_links(path, st), *tdir = NULL;
+    if (target == NULL)
         return 0;
-    if (rename(tmp, path) != 0) {
+    int linked = strcmp(target, path) != 0;
+    if (linked && (tdir = pcb_dir_of(target)) == NULL) {
+        free(target);
+        return pcb_oom(st);
+    }
+    struct stat old;
+    int have_old = stat(target, &old) == 0 && S_ISREG(old.st_mode);
+    int ok = write_tmp(target, data, len, mode, have_old ? &old : NULL, tmp, sizeof tmp, st);
+    if (ok && rename(tmp, target) != 0) {
         int err = errno;
         unlink(tmp);
         errno = err;
-        return pcb_fail_os(st, "cannot replace %s", path);
+        ok = pcb_fail_os(st, "cannot replace %s", target);
     }
-    if (!pcb_fsync_dir(dir))
-        return pcb_fail_os(st, "cannot sync directory %s", dir);
-    return 1;
+    if (ok && !pcb_fsync_dir(linked ? tdir : dir))
+        ok = pcb_fail_os(st, "cannot sync directory %s", linked ? tdir : dir);
+    free(target);
+    free(tdir);
+    return ok;
 }
 
 /* Like atomic_write, but never replaces an existing file: the new file is
@@ -189,7 +331,7 @@ int pcb_atomic_create(const char *path, const char *dir, const char *data, size_
 {
     char tmp[PATH_MAX + 64];
     *exists = 0;
-    if (!write_tmp(path, data, len, mode, tmp, sizeof tmp, st))
+    if (!write_tmp(path, data, len, mode, NULL, tmp, sizeof tmp, st))
         return 0;
     int ok = link(tmp, path) == 0, err = errno;
     unlink(tmp);
@@ -204,6 +346,53 @@ int pcb_atomic_create(const char *path, const char *dir, const char *data, size_
     if (!pcb_fsync_dir(dir))
         return pcb_fail_os(st, "cannot sync directory %s", dir);
     return 1;
+}
+
+/* Whether path's temporary file name fits the file system's name limit:
+ * a longer name would open but never commit. */
+int pcb_check_name_fits(const char *path, const char *what, pcb_status *st)
+{
+    char tmp[PATH_MAX + 64];
+    const char *slash = strrchr(path, '/');
+    size_t bl = strlen(slash ? slash + 1 : path);
+    tmp_name_of(path, tmp, sizeof tmp, 0);
+    slash = strrchr(tmp, '/');
+    size_t tl = strlen(slash ? slash + 1 : tmp);
+    if (tl <= NAME_MAX)
+        return 1;
+    return pcb_fail(st, PCB_E_VALUE, "%s %s: its file name is %zu bytes, but writes go through a "
+                    "temporary file whose name is %zu bytes longer, so the name may be at most %zu "
+                    "bytes", what, path, bl, tl - bl, (size_t)NAME_MAX - (tl - bl));
+}
+
+/* path with its links followed and its directory made canonical (the file
+ * itself need not exist); malloc'd or NULL. */
+static char *canonical_path(const char *path)
+{
+    pcb_status ignored;
+    char *target = resolve_links(path, &ignored), *out = NULL;
+    if (target == NULL)
+        return NULL;
+    char *dir = pcb_dir_of(target), *real = dir ? realpath(dir, NULL) : NULL;
+    const char *slash = strrchr(target, '/');
+    if (asprintf(&out, "%s/%s", real ? real : dir ? dir : ".", slash ? slash + 1 : target) < 0)
+        out = NULL;
+    free(real);
+    free(dir);
+    free(target);
+    return out;
+}
+
+int pcb_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char *ca = canonical_path(a), *cb = canonical_path(b);
+    int same = ca != NULL && cb != NULL ? strcmp(ca, cb) == 0 : strcmp(a, b) == 0;
+    free(ca);
+    free(cb);
+    return same;
 }
 
 /* Removes temporary files a crash left behind for this store. */

@@ -3,12 +3,17 @@
  * writes.
  *
  * Owns: reading a regular file whole (refused from its size before any
- * reading when too large; FIFOs and directories refused without blocking),
- * atomic replacement (a new temporary file "<dir>/.<base>.<16 hex>.tmp"
- * written and fsynced, renamed over the target, the directory fsynced: a
- * crash leaves the old file or the new one), exclusive creation (the temp
- * file linked into place, which fails if another process was first), and
- * the clean-up of temporary files a crash left. Knows paths and bytes, not
+ * reading when too large, a big text file from its first bytes when they
+ * hold a NUL; FIFOs and directories refused without blocking), reading a private
+ * key file (no symbolic link, owned by the user, mode 0600 or stricter,
+ * checked on the open descriptor), atomic replacement (a new temporary file
+ * "<dir>/.<base>.<16 hex>.tmp" written and fsynced, renamed over the
+ * target, the directory fsynced: a crash leaves the old file or the new
+ * one; a symbolic link is kept and its target replaced; an existing file
+ * keeps its mode and, where permitted, its owner), exclusive creation (the
+ * temp file linked into place, which fails if another process was first),
+ * whether a file name leaves room for its temporary file, whether two paths
+ * name one file, and the clean-up of temporary files a crash left. Knows paths and bytes, not
  * stores or crypto. Sizes are bytes. Thread-safe (no state); concurrent
  * writers of one path are serialized by the store, not here.
  */
@@ -16,6 +21,7 @@
 #define PCB_STORE_FILEIO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "common/status.h"
@@ -31,6 +37,16 @@ typedef struct {
  * lands in pcb_big_alloc memory. Returns 1, or 0 with st set. */
 int pcb_read_whole_file(const char *path, size_t max_len, const char *what, pcb_file_bytes *f,
                         int *missing, pcb_status *st);
+/* pcb_read_whole_file for a text file: one over 64 KiB whose first 4 KiB
+ * hold a NUL is refused from them, before the rest is read. */
+int pcb_read_whole_text(const char *path, size_t max_len, const char *what, pcb_file_bytes *f,
+                        int *missing, pcb_status *st);
+/* Reads a private file of exactly len bytes into out: refused (before
+ * reading) if it is a symbolic link, not regular, not owned by the
+ * effective user or accessible by group/others. *missing = 1 if absent.
+ * `what` names it in messages ("master key file"). */
+int pcb_read_private_file(const char *path, size_t len, const char *what, uint8_t *out,
+                          int *missing, pcb_status *st);
 /* Frees what pcb_read_whole_file read, wiping it first if it may hold secrets. */
 void pcb_file_bytes_free(pcb_file_bytes *f, int wipe);
 
@@ -42,6 +58,12 @@ int pcb_atomic_write(const char *path, const char *dir, const char *data, size_t
 /* Creates path with data unless it exists (then *exists = 1, nothing written). */
 int pcb_atomic_create(const char *path, const char *dir, const char *data, size_t len,
                       mode_t mode, int *exists, pcb_status *st);
+/* Refuses (PCB_E_VALUE) a path whose temporary file's name would exceed
+ * NAME_MAX; `what` names the file in the message. */
+int pcb_check_name_fits(const char *path, const char *what, pcb_status *st);
+/* Whether a and b name one file: the same inode when both exist, else the
+ * same path once links are followed and directories made canonical. */
+int pcb_same_file(const char *a, const char *b);
 /* Removes temporary files of path left in dir. */
 void pcb_remove_stale_tmp(const char *path, const char *dir);
 /* The directory part of path ("." for a bare name); malloc'd, NULL on failure. */

@@ -50,6 +50,10 @@
 #define MAX_FILE ((size_t)1 << 32)   /* 4 GiB: larger files are refused before reading */
 #define DEFAULT_SCRYPT_N (1u << 15)
 
+/* kdf_state: the .scrypt file's tag verified; an old untagged file; a tag
+ * that did not verify (the keysets then tell a wrong passphrase). */
+enum { PCB_KDF_OK, PCB_KDF_LEGACY, PCB_KDF_UNVERIFIED };
+
 /* What the records of the map hold for a name (see codec.h). */
 typedef enum {
     PCB_NAMES_PLAIN,    /* the plain name (records and file) */
@@ -109,6 +113,13 @@ struct pcb_store {
     OSSL_LIB_CTX *libctx;
 
     uint8_t master[MASTER_KEY_LEN];
+    struct { /* keys.c: the scrypt parameters in use (passphrase stores) */
+        uint8_t salt[64], mac[32];
+        size_t salt_len;
+        uint64_t n, r, p;
+        int version;
+    } kdf;
+    int kdf_state; /* keys.c: PCB_KDF_*, whether the .scrypt file's tag verified at open */
     pcb_buf keyset_text[2]; /* the sealed keysets as written: sealed once, not per commit */
     uint8_t siv_key[SIV_KEY_LEN], value_key[VALUE_KEY_LEN];
     uint8_t siv_kid[4], value_kid[4];

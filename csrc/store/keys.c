@@ -50,67 +50,80 @@ static int hex_decode(const char *in, size_t n, uint8_t *out)
 }
 
 
-/* Loads the 32-byte master key file, creating it (0600) when absent. */
+/* Refuses a key file that is one of the store's own files: the first
+ * commit would destroy the key. */
+static int check_key_path(pcb_store *s, const char *path, pcb_status *st)
+{
+    if (pcb_same_file(path, s->path) || pcb_same_file(path, s->scrypt_path))
+        return pcb_fail(st, PCB_E_VALUE, "master_key_file %s is %s, the store's own %s file: the "
+                        "key must be kept in a file of its own", path,
+                        pcb_same_file(path, s->path) ? s->path : s->scrypt_path,
+                        pcb_same_file(path, s->path) ? "data" : "scrypt parameter");
+    return 1;
+}
+
+/* Loads the 32-byte master key file, creating it (0600) when absent. The
+ * file must be the user's own and private (pcb_read_private_file). */
 static int master_from_file(pcb_store *s, const char *path, int may_create,
                             uint8_t key[MASTER_KEY_LEN], int *created, pcb_status *st)
 {
-    struct stat sb;
-    *created = 0;
-    if (stat(path, &sb) != 0) {
-        if (errno != ENOENT)
-            return pcb_fail_os(st, "cannot stat master key file %s", path);
-        if (!may_create)
-            return pcb_fail_os(st, "master key file %s is missing, and %s holds keysets sealed by a "
-                           "master key", path, s->path);
-        if (RAND_priv_bytes_ex(s->libctx, key, MASTER_KEY_LEN, 0) != 1)
-            return pcb_fail_openssl(st, "generating the master key");
-        char *dir = pcb_dir_of(path);
-        if (dir == NULL)
-            return pcb_oom(st);
-        int exists = 0;
-        int ok = pcb_atomic_create(path, dir, (const char *)key, MASTER_KEY_LEN, 0600, &exists, st);
-        free(dir);
-        if (!ok)
-            return 0;
-        if (!exists) {
-            *created = 1;
-            return 1;
-        }
-        /* Another store created it first: use that key. */
-        OPENSSL_cleanse(key, MASTER_KEY_LEN);
-        if (stat(path, &sb) != 0)
-            return pcb_fail_os(st, "cannot stat master key file %s", path);
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        errno = S_ISDIR(sb.st_mode) ? EISDIR : EINVAL;
-        return pcb_fail_os(st, "master key file %s is not a regular file", path);
-    }
-    if (sb.st_mode & 077)
-        return pcb_fail(st, PCB_E_PERMISSION,
-                        "master key file %s is accessible by group or others (mode %04o); "
-                        "it must be private to its owner: run chmod 600 %s",
-                        path, (unsigned)(sb.st_mode & 07777), path);
-    pcb_file_bytes f;
     int missing;
-    if (sb.st_size != MASTER_KEY_LEN) /* refused from its size, unread */
-        return pcb_fail(st, PCB_E_FORMAT, "master key file %s must hold exactly 32 bytes, holds %lld",
-                        path, (long long)sb.st_size);
-    if (!pcb_read_whole_file(path, MASTER_KEY_LEN, "a master key", &f, &missing, st))
+    *created = 0;
+    if (!check_key_path(s, path, st)
+        || !pcb_read_private_file(path, MASTER_KEY_LEN, "master key file", key, &missing, st))
+        return 0;
+    if (!missing)
+        return 1;
+    if (!may_create) {
+        struct stat sb;
+        int by_passphrase = stat(s->scrypt_path, &sb) == 0;
+        errno = ENOENT;
+        return pcb_fail_os(st, "master key file %s is missing, and %s holds keysets sealed by a "
+                           "master key%s", path, s->path,
+                           by_passphrase ? ": the store was sealed with a passphrase (its scrypt "
+                           "parameter file exists): open it with passphrase=" : "");
+    }
+    if (!pcb_check_name_fits(path, "master key file", st))
+        return 0;
+    if (RAND_priv_bytes_ex(s->libctx, key, MASTER_KEY_LEN, 0) != 1)
+        return pcb_fail_openssl(st, "generating the master key");
+    char *dir = pcb_dir_of(path);
+    if (dir == NULL)
+        return pcb_oom(st);
+    int exists = 0;
+    int ok = pcb_atomic_create(path, dir, (const char *)key, MASTER_KEY_LEN, 0600, &exists, st);
+    free(dir);
+    if (!ok || !exists) {
+        *created = ok;
+        if (!ok)
+            OPENSSL_cleanse(key, MASTER_KEY_LEN);
+        return ok;
+    }
+    /* Another store created it first: use that key. */
+    OPENSSL_cleanse(key, MASTER_KEY_LEN);
+    if (!pcb_read_private_file(path, MASTER_KEY_LEN, "master key file", key, &missing, st))
         return 0;
     if (missing) {
         errno = ENOENT;
         return pcb_fail_os(st, "master key file %s vanished", path);
     }
-    size_t len = f.len;
-    int ok = len == MASTER_KEY_LEN;
-    if (ok)
-        memcpy(key, f.data, MASTER_KEY_LEN);
-    pcb_file_bytes_free(&f, 1);
-    if (!ok)
-        return pcb_fail(st, PCB_E_FORMAT, "master key file %s must hold exactly 32 bytes, holds %zu",
-                        path, len);
     return 1;
 }
+
+/* ---------------------------------------------------- scrypt parameters */
+
+/* The bounds a scrypt parameter file is checked against before any work:
+ * N a power of two up to 2^22, r and p small, at most 1 GiB of memory
+ * (128 r N bytes, OpenSSL's own limit) and N r p at most 2^24 (a few
+ * seconds); a salt of 16 to 64 bytes, not all zero. */
+#define SCRYPT_MAX_N ((uint64_t)1 << 22)
+#define SCRYPT_MAX_R 32
+#define SCRYPT_MAX_P 16
+#define SCRYPT_MAX_MEM ((uint64_t)1 << 30)
+#define SCRYPT_MAX_WORK ((uint64_t)1 << 24)
+#define SCRYPT_SALT_MIN 16
+#define SCRYPT_SALT_MAX 64
+#define SCRYPT_FILE_VERSION 2 /* 1: no version, no tag (still read for existing stores) */
 
 /* Reads "key": <number> from our own small JSON file. */
 static int json_u64(const char *json, const char *key, uint64_t *out)
@@ -126,21 +139,95 @@ static int json_u64(const char *json, const char *key, uint64_t *out)
     char *end;
     errno = 0;
     unsigned long long v = strtoull(p, &end, 10);
-    if (end == p || errno)
+    if (end == p || errno || *p == '-')
         return 0;
     *out = v;
     return 1;
 }
 
-static int scrypt_derive(pcb_store *s, const uint8_t *salt, size_t salt_len, uint64_t n,
-                         uint64_t r, uint64_t p, uint8_t key[MASTER_KEY_LEN], pcb_status *st)
+/* Reads "key": "<hex>" (min..max bytes) into out; its length into *len. */
+static int json_hex(const char *json, const char *key, uint8_t *out, size_t min, size_t max,
+                    size_t *len)
 {
+    char pat[32];
+    snprintf(pat, sizeof pat, "\"%s\": \"", key);
+    const char *p = strstr(json, pat);
+    if (p == NULL)
+        return 0;
+    p += strlen(pat);
+    const char *q = strchr(p, '"');
+    size_t n = q ? (size_t)(q - p) : 0;
+    if (q == NULL || n % 2 || n < 2 * min || n > 2 * max || !hex_decode(p, n, out))
+        return 0;
+    *len = n / 2;
+    return 1;
+}
+
+/* Parses the file's text into s->kdf (no bounds checked yet). */
+static int parse_scrypt_file(pcb_store *s, const char *data, size_t len, pcb_status *st)
+{
+    uint64_t version = 1;
+    size_t mac_len = 0;
+    memset(&s->kdf, 0, sizeof s->kdf);
+    int ok = len < 4096 && strstr(data, "\"kdf\": \"scrypt\"") != NULL
+             && (strstr(data, "\"version\":") == NULL || json_u64(data, "version", &version))
+             && (version == 1 || version == SCRYPT_FILE_VERSION)
+             && json_hex(data, "salt", s->kdf.salt, 1, SCRYPT_SALT_MAX, &s->kdf.salt_len)
+             && json_u64(data, "n", &s->kdf.n) && json_u64(data, "r", &s->kdf.r)
+             && json_u64(data, "p", &s->kdf.p)
+             && (version == 1 || json_hex(data, "mac", s->kdf.mac, 32, 32, &mac_len));
+    s->kdf.version = (int)version;
+    if (!ok)
+        return pcb_fail(st, PCB_E_FORMAT,
+                        "%s is not a valid scrypt parameter file (expected {\"kdf\": \"scrypt\", "
+                        "\"version\": 2, \"salt\": hex, \"n\", \"r\", \"p\": numbers, \"mac\": 64 hex "
+                        "digits})", s->scrypt_path);
+    return 1;
+}
+
+/* The bounds above, and n >= min_n, checked before any work. */
+static int check_scrypt_bounds(pcb_store *s, uint64_t min_n, pcb_status *st)
+{
+    const uint64_t n = s->kdf.n, r = s->kdf.r, p = s->kdf.p;
+    size_t zero = 0;
+    for (size_t i = 0; i < s->kdf.salt_len; i++)
+        zero += s->kdf.salt[i] == 0;
+    if (n < 2 || (n & (n - 1)) || n > SCRYPT_MAX_N)
+        return pcb_fail(st, PCB_E_FORMAT, "%s: scrypt n=%llu is not a power of two from 2 to 2^22",
+                        s->scrypt_path, (unsigned long long)n);
+    if (r < 1 || r > SCRYPT_MAX_R || p < 1 || p > SCRYPT_MAX_P)
+        return pcb_fail(st, PCB_E_FORMAT, "%s: scrypt r=%llu, p=%llu are outside the bounds (r from "
+                        "1 to %d, p from 1 to %d)", s->scrypt_path, (unsigned long long)r,
+                        (unsigned long long)p, SCRYPT_MAX_R, SCRYPT_MAX_P);
+    if (128 * r * n > SCRYPT_MAX_MEM)
+        return pcb_fail(st, PCB_E_FORMAT, "%s: scrypt n=%llu, r=%llu would need %llu MiB of memory, "
+                        "more than the 1024 MiB allowed", s->scrypt_path, (unsigned long long)n,
+                        (unsigned long long)r, (unsigned long long)((128 * r * n) >> 20));
+    if (n * r * p > SCRYPT_MAX_WORK)
+        return pcb_fail(st, PCB_E_FORMAT, "%s: scrypt n*r*p = %llu is more work than the 2^24 "
+                        "allowed (each open would take minutes)", s->scrypt_path,
+                        (unsigned long long)(n * r * p));
+    if (s->kdf.salt_len < SCRYPT_SALT_MIN || zero == s->kdf.salt_len)
+        return pcb_fail(st, PCB_E_FORMAT, "%s: the scrypt salt must be %d to %d bytes and not all "
+                        "zero (it is %zu bytes%s)", s->scrypt_path, SCRYPT_SALT_MIN, SCRYPT_SALT_MAX,
+                        s->kdf.salt_len, zero == s->kdf.salt_len ? ", all zero" : "");
+    if (n < min_n)
+        return pcb_fail(st, PCB_E_FORMAT, "%s: scrypt n=%llu is weaker than the n=%llu asked for a "
+                        "new store; remove the file if no store uses it, or pass scrypt_n=%llu",
+                        s->scrypt_path, (unsigned long long)n, (unsigned long long)min_n,
+                        (unsigned long long)n);
+    return 1;
+}
+
+static int scrypt_derive(pcb_store *s, uint8_t key[MASTER_KEY_LEN], pcb_status *st)
+{
+    uint64_t n = s->kdf.n, r = s->kdf.r, p = s->kdf.p;
     EVP_KDF *kdf = EVP_KDF_fetch(s->libctx, "SCRYPT", NULL);
     EVP_KDF_CTX *kctx = kdf ? EVP_KDF_CTX_new(kdf) : NULL;
     OSSL_PARAM params[] = {
         OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_PASSWORD, (void *)s->opt.passphrase,
                                           s->opt.passphrase_len),
-        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)salt, salt_len),
+        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, s->kdf.salt, s->kdf.salt_len),
         OSSL_PARAM_construct_uint64(OSSL_KDF_PARAM_SCRYPT_N, &n),
         OSSL_PARAM_construct_uint64(OSSL_KDF_PARAM_SCRYPT_R, &r),
         OSSL_PARAM_construct_uint64(OSSL_KDF_PARAM_SCRYPT_P, &p),
@@ -152,49 +239,172 @@ static int scrypt_derive(pcb_store *s, const uint8_t *salt, size_t salt_len, uin
     return ok || pcb_fail_openssl(st, "scrypt key derivation");
 }
 
+/* The parameters' tag under a master key: HMAC-SHA256 keyed with
+ * HMAC-SHA256(master, label) over "scrypt v2 salt=<hex> n=N r=R p=P". */
+static int scrypt_mac(pcb_store *s, const uint8_t master[MASTER_KEY_LEN], uint8_t mac[32],
+                      pcb_status *st)
+{
+    static const char label[] = "pycipherbench scrypt parameters v2";
+    char text[80 + 2 * SCRYPT_SALT_MAX], hex[2 * SCRYPT_SALT_MAX + 1];
+    uint8_t mkey[32];
+    size_t ml = 0, tl;
+    hex_encode(s->kdf.salt, s->kdf.salt_len, hex);
+    hex[2 * s->kdf.salt_len] = '\0';
+    tl = (size_t)snprintf(text, sizeof text, "scrypt v2 salt=%s n=%llu r=%llu p=%llu", hex,
+                          (unsigned long long)s->kdf.n, (unsigned long long)s->kdf.r,
+                          (unsigned long long)s->kdf.p);
+    int ok = EVP_Q_mac(s->libctx, "HMAC", NULL, "SHA256", NULL, master, MASTER_KEY_LEN,
+                       (const unsigned char *)label, sizeof label - 1, mkey, sizeof mkey, &ml) != NULL
+             && ml == 32
+             && EVP_Q_mac(s->libctx, "HMAC", NULL, "SHA256", NULL, mkey, sizeof mkey,
+                          (const unsigned char *)text, tl, mac, 32, &ml) != NULL && ml == 32;
+    OPENSSL_cleanse(mkey, sizeof mkey);
+    return ok || pcb_fail_openssl(st, "HMAC of the scrypt parameters");
+}
+
+/* Whether s->kdf's tag authenticates under master (1/0; -1 with st set). */
+static int scrypt_verify(pcb_store *s, const uint8_t master[MASTER_KEY_LEN], pcb_status *st)
+{
+    uint8_t mac[32];
+    if (s->kdf.version != SCRYPT_FILE_VERSION)
+        return 0;
+    if (!scrypt_mac(s, master, mac, st))
+        return -1;
+    return CRYPTO_memcmp(mac, s->kdf.mac, 32) == 0;
+}
+
+/* The file's text for s->kdf with its tag under master. */
+static int scrypt_text(pcb_store *s, const uint8_t master[MASTER_KEY_LEN], char *out, size_t cap,
+                       size_t *len, pcb_status *st)
+{
+    char salt[2 * SCRYPT_SALT_MAX + 1], mac[65];
+    if (!scrypt_mac(s, master, s->kdf.mac, st))
+        return 0;
+    s->kdf.version = SCRYPT_FILE_VERSION;
+    hex_encode(s->kdf.salt, s->kdf.salt_len, salt);
+    salt[2 * s->kdf.salt_len] = '\0';
+    hex_encode(s->kdf.mac, 32, mac);
+    mac[64] = '\0';
+    int n = snprintf(out, cap, "{\"kdf\": \"scrypt\", \"version\": %d, \"salt\": \"%s\", \"n\": %llu, "
+                     "\"r\": %llu, \"p\": %llu, \"mac\": \"%s\"}\n", SCRYPT_FILE_VERSION, salt,
+                     (unsigned long long)s->kdf.n, (unsigned long long)s->kdf.r,
+                     (unsigned long long)s->kdf.p, mac);
+    *len = (size_t)n;
+    return n > 0 && (size_t)n < cap ? 1 : pcb_fail(st, PCB_E_VALUE, "scrypt parameter text too long");
+}
+
+/* Replaces the .scrypt file with s->kdf tagged under master. */
+static int scrypt_rewrite(pcb_store *s, const uint8_t master[MASTER_KEY_LEN], pcb_status *st)
+{
+    char json[512];
+    size_t jl;
+    return scrypt_text(s, master, json, sizeof json, &jl, st)
+           && pcb_atomic_write(s->scrypt_path, s->dir, json, jl, 0600, st);
+}
+
+/* A new store's parameters: fresh salt, the asked cost; the file created
+ * exclusively (*exists = 1 if another process was first: nothing done). */
+static int scrypt_create(pcb_store *s, uint64_t n, uint8_t key[MASTER_KEY_LEN], int *exists,
+                         pcb_status *st)
+{
+    char json[512];
+    size_t jl;
+    memset(&s->kdf, 0, sizeof s->kdf);
+    s->kdf.salt_len = 16;
+    s->kdf.n = n;
+    s->kdf.r = 8;
+    s->kdf.p = 1;
+    if (RAND_bytes_ex(s->libctx, s->kdf.salt, s->kdf.salt_len, 0) != 1)
+        return pcb_fail_openssl(st, "drawing a salt");
+    int ok = pcb_check_name_fits(s->scrypt_path, "scrypt parameter file", st)
+             && check_scrypt_bounds(s, 2, st) && scrypt_derive(s, key, st)
+             && scrypt_text(s, key, json, sizeof json, &jl, st)
+             && pcb_atomic_create(s->scrypt_path, s->dir, json, jl, 0600, exists, st);
+    if (!ok || *exists)
+        OPENSSL_cleanse(key, MASTER_KEY_LEN);
+    return ok;
+}
+
 /* Derives the master key from the passphrase; the salt and costs live in
- * "<path>.scrypt", created with fresh ones when absent. */
+ * "<path>.scrypt" (see keys.h for when an existing file is used). */
 static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MASTER_KEY_LEN],
                                   int *created, pcb_status *st)
 {
+    /* A rotation: the store already has a master key (the old one). */
+    const int rotating = s->master_ctx.enc != NULL;
+    const uint64_t asked_n = s->opt.scrypt_n ? s->opt.scrypt_n : DEFAULT_SCRYPT_N;
+    uint8_t fresh[MASTER_KEY_LEN];
     pcb_file_bytes f;
-    int missing;
-    uint8_t salt[16];
-    uint64_t n = s->opt.scrypt_n ? s->opt.scrypt_n : DEFAULT_SCRYPT_N, r = 8, p = 1;
+    int missing, exists = 0;
     *created = 0;
-    if (!pcb_read_whole_file(s->scrypt_path, 4096, "a scrypt parameter file", &f, &missing, st))
-        return 0;
-    if (missing && !may_create) {
-        errno = ENOENT;
-        return pcb_fail_os(st, "scrypt parameter file %s is missing, and %s holds keysets sealed by "
-                       "the key it derives", s->scrypt_path, s->path);
-    }
-    if (missing) {
-        char json[160], hex[33];
-        if (RAND_bytes_ex(s->libctx, salt, sizeof salt, 0) != 1)
-            return pcb_fail_openssl(st, "drawing a salt");
-        hex_encode(salt, sizeof salt, hex);
-        hex[32] = '\0';
-        int jl = snprintf(json, sizeof json,
-                          "{\"kdf\": \"scrypt\", \"salt\": \"%s\", \"n\": %llu, \"r\": %llu, \"p\": %llu}\n",
-                          hex, (unsigned long long)n, (unsigned long long)r, (unsigned long long)p);
-        if (!pcb_atomic_write(s->scrypt_path, s->dir, json, (size_t)jl, 0600, st))
+    s->kdf_state = PCB_KDF_OK;
+    for (int attempt = 0;; attempt++) {
+        if (!pcb_read_whole_text(s->scrypt_path, 4096, "a scrypt parameter file", &f, &missing, st))
             return 0;
-        *created = 1;
-    } else {
-        const char *data = f.data, *sp = strstr(data, "\"salt\": \"");
-        int ok = sp != NULL && f.len < 4096 && json_u64(data, "n", &n) && json_u64(data, "r", &r)
-                 && json_u64(data, "p", &p) && strlen(sp) > 9 + 32 && sp[9 + 32] == '"'
-                 && hex_decode(sp + 9, 32, salt) && n >= 2 && (n & (n - 1)) == 0
-                 && n <= ((uint64_t)1 << 24) && r >= 1 && r <= 64 && p >= 1 && p <= 16;
-        pcb_file_bytes_free(&f, 0);
-        if (!ok)
-            return pcb_fail(st, PCB_E_FORMAT,
-                            "%s is not a valid scrypt parameter file (expected {\"kdf\": \"scrypt\", "
-                            "\"salt\": 32 hex digits, \"n\": power of two <= 2^24, \"r\", \"p\"})",
-                            s->scrypt_path);
+        if (!missing)
+            break;
+        if (!may_create) {
+            errno = ENOENT;
+            return pcb_fail_os(st, "scrypt parameter file %s is missing, and %s holds keysets "
+                               "sealed by a master key: the store was sealed with a master key "
+                               "file (or its scrypt file was deleted): open it with "
+                               "master_key_file=", s->scrypt_path, s->path);
+        }
+        if (!scrypt_create(s, asked_n, fresh, &exists, st))
+            return 0;
+        if (!exists) {
+            memcpy(key, fresh, MASTER_KEY_LEN);
+            OPENSSL_cleanse(fresh, sizeof fresh);
+            *created = 1;
+            return 1;
+        }
+        if (attempt == 1) { /* created and removed under us twice */
+            errno = EAGAIN;
+            return pcb_fail_os(st, "%s keeps appearing and vanishing", s->scrypt_path);
+        }
     }
-    return scrypt_derive(s, salt, sizeof salt, n, r, p, key, st);
+    int ok = parse_scrypt_file(s, f.data, f.len, st);
+    pcb_file_bytes_free(&f, 0);
+    if (!ok)
+        return 0;
+    if (!may_create) {
+        /* An existing store: its keysets authenticate the derived key; the
+         * tag only tells a changed file from a wrong passphrase then. */
+        if (!check_scrypt_bounds(s, 2, st) || !scrypt_derive(s, key, st))
+            return 0;
+        int v = scrypt_verify(s, key, st);
+        if (v < 0)
+            return 0;
+        s->kdf_state = v ? PCB_KDF_OK : s->kdf.version == 1 ? PCB_KDF_LEGACY : PCB_KDF_UNVERIFIED;
+        return 1;
+    }
+    /* A rotation keeps the parameters its old passphrase used (tagged under
+     * the old master key), under a new tag. */
+    int v = rotating ? scrypt_verify(s, s->master, st) : 0;
+    if (v < 0)
+        return 0;
+    if (v && s->opt.scrypt_n && s->opt.scrypt_n != s->kdf.n)
+        return pcb_fail(st, PCB_E_VALUE, "a rotation keeps the store's scrypt salt and costs (n=%llu "
+                        "in %s): scrypt_n=%llu cannot change them; copy the entries into a new store "
+                        "to change them", (unsigned long long)s->kdf.n, s->scrypt_path,
+                        (unsigned long long)s->opt.scrypt_n);
+    if (v)
+        ok = check_scrypt_bounds(s, 2, st) && scrypt_derive(s, fresh, st);
+    else /* a new store, or rotation to a file of another origin: it must be ours */
+        ok = check_scrypt_bounds(s, asked_n, st) && scrypt_derive(s, fresh, st)
+             && ((v = scrypt_verify(s, fresh, st)) > 0
+                 || (v == 0 && pcb_fail(st, PCB_E_DECRYPT,
+                        "%s exists but %s: it was made for another passphrase, left by a deleted "
+                        "store, or planted; no store can be created over it: remove it if no "
+                        "store uses it", s->scrypt_path, s->kdf.version == 1
+                        ? "is an old untagged file that cannot be authenticated"
+                        : "does not authenticate under this passphrase")));
+    if (ok && v && rotating)
+        ok = scrypt_rewrite(s, fresh, st);
+    if (ok)
+        memcpy(key, fresh, MASTER_KEY_LEN);
+    OPENSSL_cleanse(fresh, sizeof fresh);
+    return ok;
 }
 
 
@@ -322,6 +532,20 @@ int pcb_keys_check_present(pcb_store *s, const pcb_keyset_text *k, int file_has_
     return 1;
 }
 
+/* What a keyset failing to open says about the master key's source. */
+static const char *master_hint(pcb_store *s)
+{
+    struct stat sb;
+    if (s->opt.passphrase != NULL)
+        return s->kdf_state == PCB_KDF_UNVERIFIED
+               ? ": the passphrase is wrong, or the scrypt parameters were tampered with (they do "
+                 "not authenticate under the key derived from this passphrase)"
+               : ": the passphrase is wrong";
+    if (stat(s->scrypt_path, &sb) == 0)
+        return ": a scrypt parameter file lies beside the store: was it sealed with a passphrase?";
+    return "";
+}
+
 /* Loads the file's keysets with the master key, or creates keysets for a new store. */
 int pcb_keys_load(pcb_store *s, const pcb_keyset_text *k, int *created, pcb_status *st)
 {
@@ -349,15 +573,25 @@ int pcb_keys_load(pcb_store *s, const pcb_keyset_text *k, int *created, pcb_stat
         if (s->keyset_text[i].failed)
             return pcb_oom(st);
     }
+    const char *hint = master_hint(s);
     if (rc[0] == 0 && rc[1] == 0 && need[0] && need[1])
         return pcb_fail(st, PCB_E_DECRYPT, "%s: the master key does not match this store "
-                        "(neither keyset decrypts)", s->path);
+                        "(neither keyset decrypts)%s", s->path, hint);
     if (rc[0] == 0 || rc[1] == 0) {
         int both = need[0] && need[1];
-        return pcb_fail(st, PCB_E_DECRYPT, "%s: entry '%s' (the %s keyset) failed authentication%s",
+        return pcb_fail(st, PCB_E_DECRYPT, "%s: entry '%s' (the %s keyset) failed authentication%s%s",
                         s->path, rc[0] == 0 ? KEY_KEYSET : VALUE_KEYSET,
                         rc[0] == 0 ? "key" : "value",
-                        both ? " (tampered)" : ": the master key does not match or the keyset was tampered with");
+                        both ? " (tampered)" : ": the master key does not match or the keyset was tampered with",
+                        both ? "" : hint);
+    }
+    if (s->opt.passphrase != NULL && s->kdf_state != PCB_KDF_OK) {
+        /* The keysets authenticate the key: give an old file (or one whose
+         * tag a crashed rotation left stale) its tag; best effort, as a
+         * read-only store still opens. */
+        pcb_status ignored;
+        if (scrypt_rewrite(s, s->master, &ignored))
+            s->kdf_state = PCB_KDF_OK;
     }
     return pcb_keys_contexts(s, st);
 }

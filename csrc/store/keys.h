@@ -2,8 +2,15 @@
  * store/keys.h — the store's keys: the master key and the two keysets.
  *
  * Owns: the master key (a 32-byte 0600 key file standing in for the Android
- * Keystore, created exclusively when absent; or scrypt from a passphrase
- * with its salt and costs in "<store>.scrypt"), the keysets (a key id and
+ * Keystore, created exclusively when absent, refused unless the user's own
+ * and private and distinct from the store's files; or scrypt from a
+ * passphrase with its salt and costs in "<store>.scrypt"), the rules of
+ * that file (created exclusively; tagged with HMAC-SHA256 under a key
+ * derived from the scrypt output; bounded before any work; a new store or
+ * a rotation adopts an existing one only if it authenticates under the
+ * derived key, or under the old master key for a rotation, and is no weaker
+ * than asked; an existing store's file may be an old untagged one, tagged
+ * once its keysets open), the keysets (a key id and
  * key for the names' AES-SIV and one for the values' AEAD) sealed under the
  * master key with AES-256-GCM as the file stores them, opening them again,
  * fresh keysets for a new store or a rotation, and setting up the entry

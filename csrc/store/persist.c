@@ -429,7 +429,7 @@ int pcb_persist_load(pcb_store *s, int *created, pcb_status *st)
     c.s = s;
     c.st = st;
     pcb_buf_init(&c.value);
-    if (!pcb_read_whole_file(s->path, MAX_FILE, "a store (4 GiB)", &f, &missing, st))
+    if (!pcb_read_whole_text(s->path, MAX_FILE, "a store (4 GiB)", &f, &missing, st))
         return 0;
     ok = missing || parse_into(s, &c, f.data, f.len, "the store file");
     if (ok && s->codec.file != PCB_FILE_NATIVE)

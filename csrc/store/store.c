@@ -152,6 +152,10 @@ pcb_store *pcb_store_open(const char *path, const pcb_store_options *opt,
         store_free(s);
         return NULL;
     }
+    if (!pcb_check_name_fits(s->path, "store file", st)) { /* else it would never commit */
+        store_free(s);
+        return NULL;
+    }
     pcb_remove_stale_tmp(s->path, s->dir);
     if (!pcb_persist_load(s, &created_keys, st)) {
         store_free(s);

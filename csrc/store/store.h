@@ -46,6 +46,10 @@ typedef struct {
     uint64_t scrypt_n;             /* cost for a new passphrase file (0: default 2^15) */
 } pcb_store_options;
 
+/* The largest scrypt_n a new passphrase file may ask for (with r = 8 it
+ * needs 128 r N = 1 GiB, the most scrypt may take). */
+#define PCB_SCRYPT_N_MAX ((uint64_t)1 << 20)
+
 /* Where time goes in put/get, accumulated while stage clocks are on. */
 typedef enum {
     PCB_STAGE_SIV, PCB_STAGE_NONCE, PCB_STAGE_AEAD, PCB_STAGE_BASE64,
