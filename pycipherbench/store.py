@@ -104,6 +104,16 @@ class Editor:
         self._editor.clear()
         return self
 
+    def remove_unreadable(self) -> Editor:
+        """Remove every entry whose name does not decrypt, at commit (before the puts).
+
+        A corrupted or tampered name (not valid Base64, another key id, a failed
+        tag) is reachable by no plain name: :meth:`Store.all` raises naming it,
+        and this removes it. An entry whose value is bad is removed by name.
+        """
+        self._editor.remove_unreadable()
+        return self
+
     def commit(self) -> bool:
         """Apply and write durably; True on success (an OSError if the write fails)."""
         return self._editor.commit()
