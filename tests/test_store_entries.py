@@ -301,3 +301,72 @@ def test_issue11_item12_empty_store_opens_with_either_and_its_first_commit_decid
     with store.open(path, master_key_file=key, value_encryption=other) as s:
         assert s.all() == {"alpha": "one"}
     _assert_refused_naming_both(path, key, dict(value_encryption=other), aead)
+
+
+# --------------------------------------------------------------------------
+# Smaller items
+# --------------------------------------------------------------------------
+
+JAVA_FLOATS = [3.4028235e38, -3.4028235e38, 3.4028234663852886e38, 1.4e-45, -1.4e-45, 1.17549435e-38,
+               float("inf"), float("-inf"), 0.0, -0.0, 1.5, float.fromhex("0x1.fffffefffffffp127")]
+FLOAT_STORES = {
+    "plain": dict(encrypted=False),
+    "lean": dict(),
+    "faithful": dict(faithful=True),
+    "file": dict(layout="file"),
+}
+
+
+@pytest.mark.parametrize("kind", list(FLOAT_STORES))
+def test_issue11_smaller_put_float_accepts_every_java_float(tmp_path, kind):
+    """Float.MAX_VALUE as Java prints it (3.4028235E38), MIN_VALUE (denormal), +-inf and NaN
+    are stored as Java stores them (NaN as Float.NaN, 0x7fc00000) and read back exactly."""
+    import math
+    import struct
+
+    kw = dict(FLOAT_STORES[kind])
+    if kw.get("encrypted", True):
+        kw["master_key_file"] = str(tmp_path / "m.key")
+    path = str(tmp_path / "f.xml")
+    want = {f"f{i}": struct.unpack(">f", struct.pack(">f", x))[0] for i, x in enumerate(JAVA_FLOATS)}
+    with store.open(path, **kw) as s:
+        e = s.edit()
+        for i, x in enumerate(JAVA_FLOATS):
+            e.put_float(f"f{i}", x)
+        e.put_float("nan", float("nan")).put_float("negnan", -float("nan"))
+        e.commit()
+    with store.open(path, **kw) as s:
+        for n, x in want.items():
+            got = s.get_float(n)
+            assert struct.pack(">f", got) == struct.pack(">f", x), (n, got, x)
+        for n in ("nan", "negnan"):
+            got = s.get_float(n)
+            assert math.isnan(got) and struct.pack(">f", got) == b"\x7f\xc0\x00\x00", (n, struct.pack(">f", got))
+        assert s.get_float("f0") == 3.4028234663852886e38  # Float.MAX_VALUE
+
+
+def test_issue11_smaller_put_float_refuses_what_rounds_to_infinity(tmp_path):
+    with store.open(str(tmp_path / "f.xml"), encrypted=False) as s:
+        e = s.edit()
+        for x in (float.fromhex("0x1.ffffffp127"), -float.fromhex("0x1.ffffffp127"), 3.5e38, 1e39):
+            with pytest.raises(ValueError, match="32-bit float"):
+                e.put_float("x", x)
+
+
+B = dict(min_time=1e-4, repeats=1, warmup=0, stages=False)
+
+
+@pytest.mark.parametrize("key_len,n_keys,min_len", [(1, 10_000, 3), (2, 10_000, 3), (1, 16, 2), (4, 10**7, 5)])
+def test_issue11_smaller_bench_refuses_key_len_too_small_for_n_keys(tmp_path, key_len, n_keys, min_len):
+    with pytest.raises(ValueError, match=rf"key_len.*>= {min_len}"):
+        store.bench("get_missing", n_keys=n_keys, key_len=key_len, directory=str(tmp_path), **B)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("workload", ["put", "get", "get_missing", "contains", "all"])
+def test_issue11_smaller_bench_names_are_distinct_and_get_missing_misses(tmp_path, workload):
+    """At the shortest key_len allowed (15 of 62 one-character names, 15 missing ones): n_keys
+    entries, and get_missing (which raises if a lookup hits) never finds one."""
+    for _ in range(5):  # a repeat among random names would show within a few tries
+        m = store.bench(workload, n_keys=15, key_len=1, directory=str(tmp_path), **B)
+        assert m.entries == 15
