@@ -422,7 +422,7 @@ int pcb_codec_drop_unreadable(pcb_store *s, size_t *dropped, pcb_status *st)
 {
     const rec_header *r;
     pcb_buf name;
-    pcb_status ignored;
+    pcb_status why;
     int ok = 1;
     *dropped = 0;
     if (s->codec.names == PCB_NAMES_PLAIN)
@@ -431,11 +431,11 @@ int pcb_codec_drop_unreadable(pcb_store *s, size_t *dropped, pcb_status *st)
     /* Removing marks the record dead and its slot a tombstone: the arena the
      * loop walks does not move. */
     PCB_MAP_FOREACH(&s->map, r) {
-        memset(&ignored, 0, sizeof ignored);
-        if (pcb_codec_plain_name(s, r, &name, &ignored))
+        memset(&why, 0, sizeof why);
+        if (pcb_codec_plain_name(s, r, &name, &why))
             continue;
-        if (ignored.code != PCB_E_DECRYPT) { /* out of memory or OpenSSL: not the entry's fault */
-            *st = ignored;
+        if (why.code != PCB_E_DECRYPT) { /* out of memory or OpenSSL: not the entry's fault */
+            *st = why;
             ok = 0;
             break;
         }
