@@ -83,7 +83,9 @@ class Editor:
         return self
 
     def put_float(self, name: str, value: float) -> Editor:
-        """Stored as a 32-bit float, as Java's putFloat does."""
+        """Stored as a 32-bit float, as Java's putFloat does: rounded to the nearest one
+        (3.4028235e38 is Float.MAX_VALUE; ValueError if it would round to infinity),
+        infinities kept, any NaN stored as Java's Float.NaN."""
         self._editor.put_float(name, value)
         return self
 
