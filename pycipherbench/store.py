@@ -83,7 +83,9 @@ class Editor:
         return self
 
     def put_float(self, name: str, value: float) -> Editor:
-        """Stored as a 32-bit float, as Java's putFloat does."""
+        """Stored as a 32-bit float, as Java's putFloat does: rounded to the nearest one
+        (3.4028235e38 is Float.MAX_VALUE; ValueError if it would round to infinity),
+        infinities kept, any NaN stored as Java's Float.NaN."""
         self._editor.put_float(name, value)
         return self
 
@@ -102,6 +104,16 @@ class Editor:
     def clear(self) -> Editor:
         """Remove every entry first, whatever this editor puts (Android's order)."""
         self._editor.clear()
+        return self
+
+    def remove_unreadable(self) -> Editor:
+        """Remove every entry whose name does not decrypt, at commit (before the puts).
+
+        A corrupted or tampered name (not valid Base64, another key id, a failed
+        tag) is reachable by no plain name: :meth:`Store.all` raises naming it,
+        and this removes it. An entry whose value is bad is removed by name.
+        """
+        self._editor.remove_unreadable()
         return self
 
     def commit(self) -> bool:

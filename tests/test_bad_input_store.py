@@ -332,6 +332,7 @@ for what, call in [("get", lambda s, e: s.get("alpha")), ("contains", lambda s, 
                    ("rotate", lambda s, e: s.rotate()), ("len", lambda s, e: len(s)),
                    ("editor-put", lambda s, e: e.put_string("a", "b")), ("editor-remove", lambda s, e: e.remove("a")),
                    ("editor-clear", lambda s, e: e.clear()), ("editor-commit", lambda s, e: e.commit()),
+                   ("editor-remove_unreadable", lambda s, e: e.remove_unreadable()),
                    ("editor-apply", lambda s, e: e.apply())]:
     row(f"closed-{what}", lambda w, c=call: c(*w.closed), ValueError, "closed")
 
@@ -377,7 +378,7 @@ row("put_string_set-iterable-raises", lambda w: w.e.put_string_set("n", _raising
 for what, val in WRONG_NAMES:
     row(f"remove-name-{what}", lambda w, v=val: w.e.remove(v), TypeError, "name must be a str")
 row("remove-name-surrogate", lambda w: w.e.remove("\ud800"), UnicodeEncodeError, "surrogate")
-for m in ("clear", "commit", "apply"):
+for m in ("clear", "remove_unreadable", "commit", "apply"):
     row(f"editor-{m}-extra-argument", lambda w, m=m: getattr(w.e, m)(1), TypeError, "positional argument")
 row("editor-reserved-name", lambda w: w.e.put_string(KEYSET, "x"), store.ReservedNameError, "reserved|keyset")
 

@@ -558,6 +558,13 @@ void pcb_tea_clear_key(pcb_tea_key *tk)
     OPENSSL_cleanse(tk, sizeof(*tk));
 }
 
+/* Wipes the part of a round-key table run_init filled (rounds entries for
+ * TEA, 2 x rounds for XTEA): it is an image of the key. */
+static void run_wipe(uint32_t *rk, const pcb_tea_key *tk)
+{
+    OPENSSL_cleanse(rk, 2 * (size_t)tk->rounds * sizeof *rk);
+}
+
 /* The optimized paths pay a table setup of ~rounds steps and gain nothing
  * until 4 blocks fill the interleaved kernel (measured: 2 blocks ran ~10%
  * slower than the reference), so smaller calls use the reference routine. */
@@ -577,6 +584,7 @@ void pcb_tea_ecb(const pcb_tea_key *tk, int encrypt, const uint8_t *in,
         tea_run r;
         run_init(&r, tk, encrypt, rk);
         pick_blocks(tk->impl)(&r, in, out, nblocks, NULL);
+        run_wipe(rk, tk);
         return;
     }
     for (i = 0; i < nblocks; i++)
@@ -612,6 +620,7 @@ static void cbc_decrypt_fast(const pcb_tea_key *tk, uint8_t iv[PCB_TEA_BLOCK],
         nblocks -= n;
     }
     memcpy(iv, save, 8);
+    run_wipe(rk, tk);
 }
 
 void pcb_tea_cbc(const pcb_tea_key *tk, int encrypt, uint8_t iv[PCB_TEA_BLOCK],
@@ -637,6 +646,7 @@ void pcb_tea_cbc(const pcb_tea_key *tk, int encrypt, uint8_t iv[PCB_TEA_BLOCK],
         }
         pcb_store_be32(iv, c0);
         pcb_store_be32(iv + 4, c1);
+        run_wipe(rk, tk);
         return;
     }
     /* Reference path (and single blocks). */
@@ -704,13 +714,15 @@ void pcb_tea_ctr(const pcb_tea_key *tk, pcb_tea_ctr_state *st,
             out += 8 * n;
             nfull -= n;
         }
-    } else {
+        run_wipe(rk, tk);
+    } else if (nfull > 0) {
+        uint8_t ks[PCB_TEA_BLOCK];
         for (; nfull > 0; nfull--, in += 8, out += 8) {
-            uint8_t ks[PCB_TEA_BLOCK];
             pcb_store_be64(ks, ctr++);
             ref_block_bytes(tk, 1, ks, ks);
             xor_bytes(out, in, ks, 8);
         }
+        OPENSSL_cleanse(ks, sizeof ks); /* keystream */
     }
 
     if (rem > 0) {

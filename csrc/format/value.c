@@ -72,6 +72,66 @@ int pcb_value_parse(const uint8_t *v, size_t vl, pcb_value *out)
     }
 }
 
+/* 1 if p[0..n) is valid UTF-8 (strict: shortest forms, no surrogates, at
+ * most U+10FFFF). */
+static int utf8_valid(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        while (i + 8 <= n) { /* ASCII eight bytes at a time */
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            if (w & 0x8080808080808080ULL)
+                break;
+            i += 8;
+        }
+        if (i >= n)
+            break;
+        uint8_t c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2
+                 : c >= 0xf0 && c <= 0xf4 ? 3 : 0;
+        if (k == 0 || n - i <= k)
+            return 0;
+        uint8_t lo = 0x80, hi = 0xbf; /* the second byte's range */
+        if (c == 0xe0)
+            lo = 0xa0; /* overlong */
+        else if (c == 0xed)
+            hi = 0x9f; /* surrogates */
+        else if (c == 0xf0)
+            lo = 0x90; /* overlong */
+        else if (c == 0xf4)
+            hi = 0x8f; /* past U+10FFFF */
+        if (p[i + 1] < lo || p[i + 1] > hi)
+            return 0;
+        for (size_t j = 2; j <= k; j++)
+            if ((p[i + j] & 0xc0) != 0x80)
+                return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+int pcb_value_check(const uint8_t *v, size_t vl)
+{
+    pcb_value x;
+    if (!pcb_value_parse(v, vl, &x))
+        return 0;
+    if (x.type == PCB_PREF_STRING)
+        return utf8_valid(x.text, x.text_len);
+    if (x.type == PCB_PREF_STRING_SET) {
+        const uint8_t *run;
+        size_t off = 4, len;
+        while (pcb_value_next_run(v, vl, &off, &run, &len) == 1)
+            if (!utf8_valid(run, len))
+                return 0;
+    }
+    return 1;
+}
+
 int pcb_value_has_nul(const uint8_t *v, size_t vl)
 {
     if (vl < 4)

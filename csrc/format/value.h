@@ -39,6 +39,11 @@ typedef struct {
  * id, a length past the end or short of it, a boolean other than 0/1). */
 int pcb_value_parse(const uint8_t *v, size_t vl, pcb_value *out);
 
+/* pcb_value_parse, and every string (or string-set member) valid UTF-8 as
+ * Java writes it (no overlong forms, surrogates or code points past
+ * U+10FFFF): 1 if a reader can take v as a value, 0 if not. */
+int pcb_value_check(const uint8_t *v, size_t vl);
+
 /*
  * Next length-prefixed run of v[0..vl) at *off (start at 4, after the type
  * id): 1 with run and len set and off advanced, 0 at the end, -1 if a length

@@ -57,6 +57,12 @@ static int bench_parse(PyObject *args, PyObject *kwargs, bench_args *a)
         || (value_len_obj && !pcb_size_arg(value_len_obj, "value_len", 0, 1 << 24, &p->value_len))
         || (batch_obj && !pcb_size_arg(batch_obj, "batch", 1, 1000000, &p->batch)))
         return 0;
+    if (p->key_len < pcb_store_bench_min_key_len(p->n_keys)) {
+        PyErr_Format(PyExc_ValueError, "key_len=%zu makes too few distinct names ([A-Za-z0-9]) for "
+                     "n_keys=%zu and the names get_missing looks up: key_len must be >= %zu",
+                     p->key_len, p->n_keys, pcb_store_bench_min_key_len(p->n_keys));
+        return 0;
+    }
     if ((double)p->n_keys * (double)(p->key_len + p->value_len) > 4e9) {
         PyErr_SetString(PyExc_ValueError,
                         "n_keys x (key_len + value_len) must stay under 4 GB of entries");

@@ -691,6 +691,15 @@ static PyObject *Editor_clear(EditorObject *eo, PyObject *Py_UNUSED(ignored))
     return Py_NewRef((PyObject *)eo);
 }
 
+static PyObject *Editor_remove_unreadable(EditorObject *eo, PyObject *Py_UNUSED(ignored))
+{
+    pcb_edit *e = editor_edit(eo);
+    if (e == NULL)
+        return NULL;
+    pcb_edit_remove_unreadable(e);
+    return Py_NewRef((PyObject *)eo);
+}
+
 static PyObject *editor_commit(EditorObject *eo, int sync)
 {
     pcb_status st = {0};
@@ -747,6 +756,8 @@ static PyMethodDef Editor_methods[] = {
      "put_string_set(name, values) -> Editor"},
     {"remove", (PyCFunction)Editor_remove, METH_O, "remove(name) -> Editor"},
     {"clear", (PyCFunction)Editor_clear, METH_NOARGS, "clear() -> Editor"},
+    {"remove_unreadable", (PyCFunction)Editor_remove_unreadable, METH_NOARGS,
+     "remove_unreadable() -> Editor\n\nAt commit, remove every entry whose name does not decrypt."},
     {"commit", (PyCFunction)Editor_commit, METH_NOARGS,
      "commit() -> bool\n\nApply the changes and write them durably before returning."},
     {"apply", (PyCFunction)Editor_apply, METH_NOARGS,

@@ -43,11 +43,16 @@ static int put_float(PyObject *v, pcb_buf *b)
     double d = PyFloat_AsDouble(v);
     if (d == -1.0 && PyErr_Occurred())
         return 0;
-    if (isfinite(d) && fabs(d) > 3.4028234663852886e38) {
+    /* Rounded to the nearest float32 as Java's (float) and Float.parseFloat
+     * do: everything below FLT_MAX + half its ulp (0x1.ffffffp127, which
+     * itself rounds to infinity) is a float, 3.4028235e38 (Float.MAX_VALUE
+     * as Java prints it) included; infinities stay; any NaN is stored as
+     * Java's Float.NaN (0x7fc00000). */
+    if (isfinite(d) && fabs(d) >= 0x1.ffffffp127) {
         PyErr_Format(PyExc_ValueError, "%S is outside the range of a 32-bit float", v);
         return 0;
     }
-    pcb_value_put_float(b, (float)d);
+    pcb_value_put_float(b, isnan(d) ? NAN : (float)d);
     return 1;
 }
 

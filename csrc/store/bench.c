@@ -22,6 +22,7 @@
 #include <openssl/rand.h>
 
 #include "format/value.h"
+#include "store/map.h"
 
 const char *const pcb_workload_names[PCB_WL_COUNT + 1] = {
     "put", "get", "get_missing", "contains", "all", "commit", "apply", "open_cold", "open_warm",
@@ -207,6 +208,8 @@ static int run_get_missing(bench *b, uint64_t n, uint64_t *self_ns)
             b->miss_cursor = 0;
         if (!pcb_store_get(b->store, name, b->p->key_len, &b->out, &found, &b->st))
             return -1;
+        if (found)
+            return pcb_fail(&b->st, PCB_E_VALUE, "benchmark bug: a missing name was found") - 1;
     }
     return 0;
 }
@@ -337,12 +340,72 @@ static int set_paths(bench *b, pcb_status *st)
     return 1;
 }
 
+/* Missing names: as many as the store's, up to 65,536 (n_keys >= 1). */
+static size_t n_missing_of(size_t n_keys)
+{
+    return n_keys < 65536 ? (n_keys ? n_keys : 1) : 65536;
+}
+
+size_t pcb_store_bench_min_key_len(size_t n_keys)
+{
+    /* Names are drawn from 62^key_len; at least twice the names needed, so
+     * that drawing distinct ones takes two tries each at most on average. */
+    const double need = 2.0 * (double)(n_keys + n_missing_of(n_keys));
+    size_t kl = 1;
+    for (double room = 62; room < need; room *= 62)
+        kl++;
+    return kl;
+}
+
+/* Redraws names until the n_keys names and the missing ones are all
+ * distinct: n_keys puts make n_keys entries and get_missing always misses.
+ * Skipped when a repeat among them is less likely than 2^-40. */
+static int make_distinct(bench *b, pcb_status *st)
+{
+    const size_t kl = b->p->key_len, n = b->p->n_keys, total = n + b->n_missing;
+    double log2_room = (double)kl * 5.954196310386876; /* log2(62) */
+    double log2_pairs = 2.0 * (double)(64 - __builtin_clzll((unsigned long long)total));
+    if (log2_room >= log2_pairs + 40)
+        return 1;
+    size_t cap = 16;
+    while (cap < total * 2)
+        cap <<= 1;
+    uint32_t *slots = calloc(cap, sizeof *slots); /* 0 empty, else the name's index + 1 */
+    if (slots == NULL)
+        return fail_oom(st);
+    for (size_t i = 0; i < total; i++) {
+        char *name = i < n ? b->names + i * kl : b->missing + (i - n) * kl;
+        for (;;) {
+            size_t j = (size_t)pcb_map_hash(0, (const uint8_t *)name, kl) & (cap - 1);
+            int dup = 0;
+            for (; slots[j] != 0 && !dup; j = (j + 1) & (cap - 1)) {
+                size_t o = slots[j] - 1;
+                dup = memcmp(o < n ? b->names + o * kl : b->missing + (o - n) * kl, name, kl) == 0;
+            }
+            if (!dup) {
+                slots[j] = (uint32_t)(i + 1);
+                break;
+            }
+            if (!random_text(b->cache, name, kl, st)) {
+                free(slots);
+                return 0;
+            }
+        }
+    }
+    free(slots);
+    return 1;
+}
+
 /* Names, missing names, the value, and a shuffled access order (Fisher-Yates
  * with OpenSSL's generator), all made before any clock runs. */
 static int prepare_inputs(bench *b, pcb_status *st)
 {
     const size_t n_keys = b->p->n_keys, kl = b->p->key_len;
-    b->n_missing = n_keys < 65536 ? (n_keys ? n_keys : 1) : 65536;
+    b->n_missing = n_missing_of(n_keys);
+    if (kl < pcb_store_bench_min_key_len(n_keys))
+        return pcb_fail(st, PCB_E_VALUE, "key_len=%zu makes too few distinct names for n_keys=%zu "
+                        "(and the names get_missing looks up): key_len >= %zu",
+                        kl, n_keys, pcb_store_bench_min_key_len(n_keys));
     b->names = malloc(n_keys * kl + 1);
     b->missing = malloc(b->n_missing * kl + 1);
     b->order = malloc((n_keys ? n_keys : 1) * sizeof *b->order);
@@ -350,7 +413,8 @@ static int prepare_inputs(bench *b, pcb_status *st)
     if (b->names == NULL || b->missing == NULL || b->order == NULL || b->in_order == NULL)
         return fail_oom(st);
     if (!random_text(b->cache, b->names, n_keys * kl, st)
-        || !random_text(b->cache, b->missing, b->n_missing * kl, st) || !make_value(b, st))
+        || !random_text(b->cache, b->missing, b->n_missing * kl, st) || !make_distinct(b, st)
+        || !make_value(b, st))
         return 0;
     for (size_t i = 0; i < n_keys; i++)
         b->order[i] = (uint32_t)i;

@@ -51,6 +51,10 @@ typedef struct {
     size_t payload;         /* plaintext value bytes an operation handles */
 } pcb_store_bench_footprint;
 
+/* The shortest key_len that gives n_keys distinct names and as many
+ * (up to 65,536) distinct missing ones, from [A-Za-z0-9]. */
+size_t pcb_store_bench_min_key_len(size_t n_keys);
+
 /* One instance of a workload: its inputs made, its store populated. */
 typedef struct pcb_store_bench pcb_store_bench;
 

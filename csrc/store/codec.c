@@ -202,7 +202,7 @@ int pcb_codec_name(pcb_store *s, const char *name, size_t len, pcb_buf *out, pcb
 void pcb_codec_describe(const pcb_store *s, const rec_header *r, char *out, size_t cap)
 {
     size_t nl = r->name_len & LEN_MASK;
-    if (s->codec.names == PCB_NAMES_SIV && !(r->name_len & BAD_BIT)) {
+    if (s->codec.names == PCB_NAMES_SIV && !(r->name_len & NAME_TEXT_BIT)) {
         char text[48];
         size_t n = nl < 33 ? nl : 33; /* 33 raw bytes -> 44 Base64 characters */
         size_t tl = pcb_b64_encode(rec_name(r), n, text);
@@ -212,6 +212,9 @@ void pcb_codec_describe(const pcb_store *s, const rec_header *r, char *out, size
                  nl > 44 ? "..." : "");
     }
 }
+
+/* Said of a name that does not open: no plain name reaches its entry. */
+#define UNREACHABLE "; no name reaches the entry: an editor's remove_unreadable() removes it"
 
 /* A DecryptionError naming the entry: "<path>: entry '<name>'<what>". */
 static int entry_error(const pcb_store *s, const rec_header *r, const char *what, pcb_status *st)
@@ -252,15 +255,16 @@ int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_st
     if (s->codec.names == PCB_NAMES_SIV_TEXT) {
         int rc = decode_text(n, nl, &decoded, &nl, st);
         if (rc <= 0)
-            return rc < 0 ? 0 : entry_error(s, r, ": the name is not valid Base64 (corrupted)", st);
+            return rc < 0 ? 0 : entry_error(s, r, ": the name is not valid Base64 (corrupted)"
+                                            UNREACHABLE, st);
         n = decoded;
-    } else if (r->name_len & BAD_BIT) {
-        return entry_error(s, r, " is not valid Base64 (corrupted)", st);
+    } else if (r->name_len & NAME_TEXT_BIT) {
+        return entry_error(s, r, ": the name is not valid Base64 (corrupted)" UNREACHABLE, st);
     }
     int ok = 1;
     if (nl < PREFIX_LEN + 16 || n[0] != 0x01 || memcmp(n + 1, s->siv_kid, 4) != 0) {
         ok = entry_error(s, r, ": the name is not sealed by this store's key keyset (wrong "
-                         "prefix, key id or length)", st);
+                         "prefix, key id or length)" UNREACHABLE, st);
     } else {
         char *p = pcb_buf_reserve(out, nl - PREFIX_LEN - 16 + 1);
         uint8_t d[16];
@@ -274,7 +278,7 @@ int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_st
         if (ok && rc < 0)
             ok = pcb_fail_openssl(st, "AES-SIV name decryption");
         else if (ok && rc == 0)
-            ok = entry_error(s, r, ": the name failed authentication (tampered)", st);
+            ok = entry_error(s, r, ": the name failed authentication (tampered)" UNREACHABLE, st);
         else if (ok)
             out->len = nl - PREFIX_LEN - 16;
     }
@@ -359,15 +363,17 @@ static int open_blob(pcb_store *s, const rec_header *r, const uint8_t *aad, size
     return 1;
 }
 
-int pcb_codec_open_value(pcb_store *s, const rec_header *r, const uint8_t *aad, size_t aad_len,
-                         pcb_buf *out, pcb_status *st)
+static int open_value(pcb_store *s, const rec_header *r, const uint8_t *aad, size_t aad_len,
+                      pcb_buf *out, pcb_status *st)
 {
     const uint8_t *v = rec_value(r);
     size_t vl = r->value_len;
     out->len = 0;
     if (!s->codec.records_text) { /* raw records: plaintext or a raw blob */
         if (r->name_len & BAD_BIT)
-            return entry_error(s, r, " is not valid Base64 (corrupted)", st);
+            return entry_error(s, r, r->name_len & NAME_TEXT_BIT
+                               ? ": the name is not valid Base64 (corrupted)"
+                               : ": the value is not valid Base64 (corrupted)", st);
         if (s->codec.values == PCB_VALUES_PLAIN) {
             pcb_buf_append(out, (const char *)v, vl);
             return !out->failed || pcb_oom(st);
@@ -380,7 +386,7 @@ int pcb_codec_open_value(pcb_store *s, const rec_header *r, const uint8_t *aad, 
     int ok = decode_text(v, vl, &decoded, &vl, st);
     STAGE_END(s, PCB_STAGE_BASE64);
     if (ok <= 0)
-        return ok < 0 ? 0 : entry_error(s, r, " is not valid Base64 (corrupted)", st);
+        return ok < 0 ? 0 : entry_error(s, r, ": the value is not valid Base64 (corrupted)", st);
     if (s->codec.values == PCB_VALUES_B64_TEXT) { /* the Base64 text was all there was */
         pcb_buf_append(out, (const char *)decoded, vl);
         ok = !out->failed || pcb_oom(st);
@@ -389,4 +395,154 @@ int pcb_codec_open_value(pcb_store *s, const rec_header *r, const uint8_t *aad, 
     }
     free(decoded);
     return ok;
+}
+
+int pcb_codec_open_value(pcb_store *s, const rec_header *r, const uint8_t *aad, size_t aad_len,
+                         pcb_buf *out, pcb_status *st)
+{
+    if (!open_value(s, r, aad, aad_len, out, st))
+        return 0;
+    /* An entry of ESP's layout may hold anything that opens (values='none'
+     * has no tag at all): a value no reader could take is this entry's
+     * error, named, not a nameless one later. (Plain stores and the sealed
+     * map build their values from typed XML elements, always well formed.) */
+    if (s->codec.file == PCB_FILE_ENTRIES
+        && !pcb_value_check((const uint8_t *)out->data, out->len)) {
+        OPENSSL_cleanse(out->data, out->len);
+        out->len = 0;
+        return entry_error(s, r, ": the value is not a valid serialization (unknown type id, "
+                           "bad lengths or invalid UTF-8: corrupted)", st);
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------ unreadable names */
+
+int pcb_codec_drop_unreadable(pcb_store *s, size_t *dropped, pcb_status *st)
+{
+    const rec_header *r;
+    pcb_buf name;
+    pcb_status why;
+    int ok = 1;
+    *dropped = 0;
+    if (s->codec.names == PCB_NAMES_PLAIN)
+        return 1; /* a plain name is always readable */
+    pcb_buf_init(&name);
+    /* Removing marks the record dead and its slot a tombstone: the arena the
+     * loop walks does not move. */
+    PCB_MAP_FOREACH(&s->map, r) {
+        memset(&why, 0, sizeof why);
+        if (pcb_codec_plain_name(s, r, &name, &why))
+            continue;
+        if (why.code != PCB_E_DECRYPT) { /* out of memory or OpenSSL: not the entry's fault */
+            *st = why;
+            ok = 0;
+            break;
+        }
+        pcb_map_remove(&s->map, rec_name(r), r->name_len & LEN_MASK);
+        ++*dropped;
+    }
+    pcb_buf_free(&name);
+    return ok;
+}
+
+/* ------------------------------------------- the value AEAD of the file */
+
+static const char *aead_option(const EVP_CIPHER *c, const pcb_evp_cache *cache)
+{
+    return c == cache->cipher[PCB_EVP_CHACHA20_POLY1305] ? "'chacha20-poly1305'" : "'gcm'";
+}
+
+const EVP_CIPHER *pcb_codec_other_aead(const pcb_store *s)
+{
+    return s->value_cipher == s->cache->cipher[PCB_EVP_AES256_GCM]
+           ? s->cache->cipher[PCB_EVP_CHACHA20_POLY1305]
+           : s->cache->cipher[PCB_EVP_AES256_GCM];
+}
+
+int pcb_codec_aead_mismatch(const pcb_store *s, pcb_status *st)
+{
+    return pcb_fail(st, PCB_E_FORMAT, "%s: its values are sealed with value_encryption=%s, but "
+                    "the store was opened with value_encryption=%s; open it with the option it "
+                    "was created with", s->path, aead_option(pcb_codec_other_aead(s), s->cache),
+                    aead_option(s->value_cipher, s->cache));
+}
+
+/* 1 the value opens with dec, 0 it does not authenticate, -1 it cannot
+ * tell (not a well-formed blob: the entry's own error when read), -2 a
+ * failure (st set). */
+static int probe_value(pcb_store *s, const rec_header *r, EVP_CIPHER_CTX *dec, pcb_buf *out,
+                       pcb_status *st)
+{
+    const uint8_t *v = rec_value(r), *aad;
+    size_t vl = r->value_len, aad_len;
+    uint8_t *decoded = NULL;
+    if (r->name_len & BAD_BIT)
+        return -1;
+    if (s->codec.records_text) {
+        int rc = decode_text(v, vl, &decoded, &vl, st);
+        if (rc <= 0)
+            return rc < 0 ? -2 : -1;
+        v = decoded;
+    }
+    int rc = -1;
+    aad = pcb_codec_value_aad(s, rec_name(r), r->name_len & LEN_MASK, &aad_len);
+    if (aad == NULL)
+        rc = pcb_oom(st) - 2;
+    else if (vl >= PREFIX_LEN + NONCE_LEN + TAG_LEN && v[0] == 0x01
+             && memcmp(v + 1, s->value_kid, 4) == 0) {
+        uint8_t *p = (uint8_t *)pcb_buf_reserve(out, vl - PREFIX_LEN - NONCE_LEN - TAG_LEN + 1);
+        if (p == NULL)
+            rc = pcb_oom(st) - 2;
+        else {
+            rc = pcb_store_unseal(dec, s->codec.per_call_setup ? s->value_key : NULL, aad, aad_len,
+                                  v + PREFIX_LEN, vl - PREFIX_LEN, p, st);
+            OPENSSL_cleanse(p, vl - PREFIX_LEN - NONCE_LEN - TAG_LEN);
+            if (rc < 0)
+                rc = -2;
+        }
+    }
+    free(decoded);
+    return rc;
+}
+
+#define PROBE_MAX 64 /* entries tried before giving up (each failing under both AEADs) */
+
+int pcb_codec_check_value_aead(pcb_store *s, pcb_status *st)
+{
+    if (s->codec.values != PCB_VALUES_AEAD && s->codec.values != PCB_VALUES_AEAD_TEXT)
+        return 1;
+    const EVP_CIPHER *other = pcb_codec_other_aead(s);
+    pcb_aead_pair alt = {NULL, NULL};
+    pcb_buf out;
+    const rec_header *r;
+    int tried = 0, verdict = 1; /* 1 accept, 0 refuse, -2 failure */
+    pcb_buf_init(&out);
+    PCB_MAP_FOREACH(&s->map, r) {
+        int rc = probe_value(s, r, s->value.dec, &out, st);
+        if (rc == 1 || rc == -2) {
+            verdict = rc == 1 ? 1 : -2;
+            break;
+        }
+        if (rc < 0)
+            continue; /* malformed: says nothing about the AEAD */
+        if (other == NULL) /* this OpenSSL lacks the other AEAD: the entry's own error */
+            break;
+        if (alt.dec == NULL && !pcb_aead_pair_new(&alt, other, s->value_key, st)) {
+            verdict = -2;
+            break;
+        }
+        rc = probe_value(s, r, alt.dec, &out, st);
+        if (rc == 1 || rc == -2) {
+            verdict = rc == 1 ? 0 : -2;
+            break;
+        }
+        if (++tried == PROBE_MAX)
+            break; /* tampered entries: each raises when read */
+    }
+    pcb_aead_pair_free(&alt);
+    pcb_buf_free(&out);
+    if (verdict == 0)
+        return pcb_codec_aead_mismatch(s, st);
+    return verdict == 1;
 }

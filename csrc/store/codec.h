@@ -52,6 +52,25 @@ int pcb_codec_seal_value(pcb_store *s, const uint8_t *aad, size_t aad_len, const
  * naming the entry if it does not open. */
 int pcb_codec_open_value(pcb_store *s, const rec_header *r, const uint8_t *aad, size_t aad_len,
                          pcb_buf *out, pcb_status *st);
+/* Editor.remove_unreadable(): removes every record whose name does not
+ * open (not valid Base64, another key id, failed authentication), which no
+ * plain name can reach; *dropped says how many. 1, or 0 with st set (out of
+ * memory or OpenSSL; nothing the entries did). */
+int pcb_codec_drop_unreadable(pcb_store *s, size_t *dropped, pcb_status *st);
+/* At open: refuses (StoreFormatError naming both options) a file whose
+ * values were sealed with the other value AEAD than the options say. The
+ * file records no AEAD (its keyset format is ESP's simplification; Tink's,
+ * due later, names it in the type URL), so the first entry that
+ * authenticates under either AEAD decides; an entry that opens under
+ * neither (tampered) is skipped, up to 64 of them. A file without value
+ * entries (an empty store: only keysets) opens with either option: no
+ * entry exists that one of them could not read, and the first commit makes
+ * the file whole under the option used. 1, or 0 with st set. */
+int pcb_codec_check_value_aead(pcb_store *s, pcb_status *st);
+/* The value AEAD the options did not choose (NULL if this OpenSSL lacks
+ * it), and the error refusing a file sealed with it, naming both options. */
+const EVP_CIPHER *pcb_codec_other_aead(const pcb_store *s);
+int pcb_codec_aead_mismatch(const pcb_store *s, pcb_status *st);
 /* A name for messages: the plain name if known, else the start of its text. */
 void pcb_codec_describe(const pcb_store *s, const rec_header *r, char *out, size_t cap);
 

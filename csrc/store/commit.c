@@ -114,9 +114,15 @@ int pcb_edit_remove(pcb_edit *e, const char *name, size_t nl, pcb_status *st)
     return ok;
 }
 
+/* e->clear: bit 1 clear(), bit 2 remove_unreadable() (both done first, as Android clears). */
 void pcb_edit_clear(pcb_edit *e)
 {
-    e->clear = 1;
+    e->clear |= 1;
+}
+
+void pcb_edit_remove_unreadable(pcb_edit *e)
+{
+    e->clear |= 2;
 }
 
 static uint32_t get_u32_le(const char *p) { return pcb_load_le32((const uint8_t *)p); }
@@ -142,10 +148,16 @@ static int apply_ops(pcb_store *s, pcb_edit *e, pcb_status *st)
         }
         ops = &redone;
     }
-    if (e->clear) {
+    if (e->clear & 1) {
         pcb_map_clear(&s->map);
         if (s->opt.cache)
             pcb_map_clear(&s->plain_cache);
+    } else if (e->clear & 2) {
+        size_t dropped;
+        if (!pcb_codec_drop_unreadable(s, &dropped, st)) {
+            pcb_buf_free(&redone);
+            return 0;
+        }
     }
     int ok = 1;
     for (size_t off = 0; off < ops->len && ok;) {

@@ -22,8 +22,11 @@
 #define REF_EMPTY 0u
 #define REF_TOMB 1u
 #define DEAD_BIT 0x80000000u  /* in name_len: record replaced or removed */
-#define BAD_BIT 0x40000000u   /* in name_len: could not be decoded at load */
-#define LEN_MASK 0x3fffffffu
+#define BAD_BIT 0x40000000u   /* in name_len: the value could not be decoded at load: the
+                                 record's value holds the file's text */
+#define NAME_TEXT_BIT 0x20000000u /* in name_len: the name could not be decoded at load: the
+                                     record's name holds the file's text (with BAD_BIT) */
+#define LEN_MASK 0x1fffffffu  /* names up to 512 MiB (puts allow 256 MiB) */
 
 typedef struct {
     uint32_t tag;
@@ -31,7 +34,7 @@ typedef struct {
 } slot;
 
 typedef struct {
-    uint32_t name_len; /* with DEAD_BIT / BAD_BIT flags */
+    uint32_t name_len; /* with DEAD_BIT / BAD_BIT / NAME_TEXT_BIT flags */
     uint32_t value_len;
 } rec_header;
 

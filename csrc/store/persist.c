@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 #include "common/mem.h"
 #include "format/b64.h"
 #include "format/prefs_xml.h"
@@ -92,10 +94,11 @@ static int serialize_entries(pcb_store *s, pcb_buf *b, pcb_status *st)
     PCB_MAP_FOREACH(&s->map, r) {
         const char *name = (const char *)rec_name(r), *value = (const char *)rec_value(r);
         size_t nl = r->name_len & LEN_MASK, vl = r->value_len;
-        if (!s->codec.records_text && !(r->name_len & BAD_BIT)) {
-            if (s->codec.names == PCB_NAMES_SIV)
+        if (!s->codec.records_text) {
+            if (s->codec.names == PCB_NAMES_SIV && !(r->name_len & NAME_TEXT_BIT))
                 name = b64_text(&tn, rec_name(r), nl, &nl);
-            value = b64_text(&tv, rec_value(r), vl, &vl); /* values are Base64 in the file */
+            if (!(r->name_len & BAD_BIT)) /* values are Base64 in the file */
+                value = b64_text(&tv, rec_value(r), vl, &vl);
             if (name == NULL || value == NULL) {
                 ok = pcb_oom(st);
                 break;
@@ -239,7 +242,8 @@ static int load_record(load_ctx *c, const uint8_t *name, size_t nl, uint32_t fla
                        const uint8_t *value, size_t vl)
 {
     if (nl > LEN_MASK || vl > UINT32_MAX)
-        return pcb_oom(c->st);
+        return pcb_fail(c->st, PCB_E_FORMAT, "%s: an entry's name or value is too long (names "
+                        "up to 512 MiB, values up to 4 GiB)", c->s->path);
     if (!load_room(c))
         return 0;
     uint32_t ref = pcb_map_append(&c->s->map, name, nl, flags, value, vl);
@@ -305,8 +309,15 @@ static int load_encrypted_entry(load_ctx *c, const pcb_pref_entry *e)
     size_t dn = siv ? pcb_b64_decode(e->name, nl, buf) : nl;
     uint8_t *vbuf = buf + pcb_b64_decoded_max(nl);
     size_t dv = pcb_b64_decode(e->text, vl, vbuf);
-    if (dn == (size_t)-1 || dv == (size_t)-1)
-        return load_record(c, name, nl, BAD_BIT, value, vl);
+    /* An undecodable name: both kept as the file's text. No lookup reaches
+     * it (a sealed name starts with byte 0x01, which XML text cannot hold);
+     * all() names it and Editor.remove_unreadable() drops it. */
+    if (dn == (size_t)-1)
+        return load_record(c, name, nl, NAME_TEXT_BIT | BAD_BIT, value, vl);
+    /* An undecodable value: its text kept under the decoded name, so that
+     * get/in/remove/put reach it by its plain name (get raises naming it). */
+    if (dv == (size_t)-1)
+        return load_record(c, siv ? buf : name, dn, BAD_BIT, value, vl);
     return load_record(c, siv ? buf : name, dn, 0, vbuf, dv);
 }
 
@@ -359,6 +370,23 @@ static int parse_into(pcb_store *s, load_ctx *c, const char *data, size_t len, c
     return rc == 0;
 }
 
+/* The sealed map failed authentication: 1 if it opens under the other value
+ * AEAD with the same key (the store opened with the wrong value_encryption),
+ * 0 if not (tampered; st set only on a failure). inner: scratch, wiped. */
+static int sealed_by_other_aead(pcb_store *s, const uint8_t *blob, size_t bl, char *inner,
+                                pcb_status *st)
+{
+    const EVP_CIPHER *other = pcb_codec_other_aead(s);
+    pcb_aead_pair alt = {NULL, NULL};
+    int rc = 0;
+    if (other != NULL && pcb_aead_pair_new(&alt, other, s->value_key, st))
+        rc = pcb_store_unseal(alt.dec, NULL, (const uint8_t *)s->store_name, s->store_name_len,
+                              blob + PREFIX_LEN, bl - PREFIX_LEN, (uint8_t *)inner, st);
+    pcb_aead_pair_free(&alt);
+    OPENSSL_cleanse(inner, bl - PREFIX_LEN - NONCE_LEN - TAG_LEN);
+    return rc == 1;
+}
+
 /* layout='file': unseals the map and parses it as plain XML. */
 static int load_sealed_map(pcb_store *s, load_ctx *c, pcb_status *st)
 {
@@ -381,9 +409,11 @@ static int load_sealed_map(pcb_store *s, load_ctx *c, pcb_status *st)
         int rc = pcb_store_unseal(s->value.dec, NULL, (const uint8_t *)s->store_name,
                                   s->store_name_len, blob + PREFIX_LEN, bl - PREFIX_LEN,
                                   (uint8_t *)inner, st);
-        if (rc == 0)
-            ok = pcb_fail(st, PCB_E_DECRYPT, "%s: entry '%s' (the sealed map) failed "
-                          "authentication (tampered)", s->path, SEALED_NAME);
+        if (rc == 0 && sealed_by_other_aead(s, blob, bl, inner, st))
+            ok = pcb_codec_aead_mismatch(s, st);
+        else if (rc == 0)
+            ok = st->code ? 0 : pcb_fail(st, PCB_E_DECRYPT, "%s: entry '%s' (the sealed map) "
+                                         "failed authentication (tampered)", s->path, SEALED_NAME);
         else if (rc < 0)
             ok = 0;
         else {
@@ -411,6 +441,8 @@ static int load_keys_and_rest(pcb_store *s, load_ctx *c, int *created, pcb_statu
     *created |= created_master;
     if (ok && c->sealed_text != NULL)
         ok = load_sealed_map(s, c, st);
+    else if (ok && !*created)
+        ok = pcb_codec_check_value_aead(s, st); /* the other value AEAD: refused here */
     if (ok && *created) {
         uint64_t gen;
         pthread_mutex_lock(&s->io_lock);

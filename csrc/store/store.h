@@ -88,6 +88,9 @@ int pcb_edit_put(pcb_edit *e, const char *name, size_t name_len, const uint8_t *
                  size_t value_len, pcb_status *st);
 int pcb_edit_remove(pcb_edit *e, const char *name, size_t name_len, pcb_status *st);
 void pcb_edit_clear(pcb_edit *e);
+/* At commit, before the puts: removes every entry whose name does not open
+ * (which no plain name reaches; see pcb_codec_drop_unreadable). */
+void pcb_edit_remove_unreadable(pcb_edit *e);
 /* sync = 1: commit() — written and durable on return. sync = 0: apply() —
  * memory now, disk on the writer thread. The editor is emptied either way. */
 int pcb_edit_commit(pcb_edit *e, int sync, pcb_status *st);
