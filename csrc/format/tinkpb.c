@@ -162,15 +162,15 @@ static int get_varint(reader *r, const char *where, uint64_t *out)
         if (r->p >= r->end)
             return fail(r, "%s: a varint runs past the end", where);
         uint8_t c = *r->p++;
-        if (i == 9 && c > 1)
-            return fail(r, "%s: a varint overflows 64 bits", where);
+        if (i == 9 && c > 1) /* more bits, or an 11th byte */
+            return fail(r, "%s: a varint is longer than 10 bytes or overflows 64 bits", where);
         v |= (uint64_t)(c & 0x7f) << (7 * i);
         if (!(c & 0x80)) {
             *out = v;
             return 1;
         }
     }
-    return fail(r, "%s: a varint is longer than 10 bytes", where);
+    return 0; /* not reached: the 10th byte either ends the varint or fails above */
 }
 
 /* The next field: 1, 0 at the end of the message, -1 malformed (err set). */
