@@ -475,3 +475,83 @@ def test_issue12_pre_tink_keysets_read_and_upgraded(tmp_path, master):
         assert s.all() == {"a": "b", "n": 5}
         s.edit().put_string("c", "d").commit()
     assert TinkEsp(key).read(path) == {"a": (STRING, "b"), "n": (INT, 5), "c": (STRING, "d")}
+
+
+# ------------------------------------------------------------------- inspect
+
+def test_issue12_inspect_device_file_without_key(tmp_path, master):
+    """store.inspect on a rotated Tink file: key ids, types, status, primary from
+    keyset_info; entries per key id; no key needed, nothing written."""
+    kf, key = master
+    path = tmp_path / "pulled.xml"
+    esp = TinkEsp(key)
+    siv_h, val_h = esp.new_handles()
+    esp.write(path, TYPED[:4], (siv_h, val_h))
+    old_pairs = [p for p in ref.raw_entries(path) if p[0] not in ref.RESERVED_NAMES]
+    siv2 = rotated(siv_h, daead.deterministic_aead_key_templates.AES256_SIV)
+    val2 = rotated(val_h, aead.aead_key_templates.AES256_GCM)
+    esp.write(path, TYPED[4:], (siv2, val2), extra_pairs=old_pairs)
+    before = path.read_bytes()
+    info = store.inspect(path)
+    assert path.read_bytes() == before
+    assert (info.layout, info.entries, info.native_entries) == ("entries", len(TYPED), 0)
+    assert info.file_bytes == len(before)
+    for ks, handle, old_h, url, counts in (
+            (info.key_keyset, siv2, siv_h, SIV_URL, info.names_by_key_id),
+            (info.value_keyset, val2, val_h, GCM_URL, info.values_by_key_id)):
+        tks = keyset_of(handle)
+        old_id = keyset_of(old_h).primary_key_id
+        assert ks.format == "tink" and ks.primary_key_id == tks.primary_key_id
+        assert [(k.key_id, k.type_url, k.status, k.output_prefix_type, k.primary) for k in ks.keys] == [
+            (k.key_id, url, "ENABLED", "TINK", k.key_id == tks.primary_key_id) for k in tks.key]
+        assert counts == {old_id: 4, tks.primary_key_id: len(TYPED) - 4}
+    assert (info.unprefixed_names, info.unprefixed_values) == (0, 0)
+    text = info.describe()
+    assert "AesSivKey ENABLED TINK" in text and "(primary)" in text
+
+
+def test_issue12_inspect_layouts_and_formats(tmp_path, master):
+    kf, key = master
+    with store.open(tmp_path / "lean.xml", master_key_file=kf, key_encryption="none",
+                    value_encryption="chacha20-poly1305") as s:
+        s.edit().put_string("a", "b").put_int("n", 1).commit()
+    info = store.inspect(tmp_path / "lean.xml")
+    assert info.key_keyset is None and info.value_keyset.keys[0].type_url == CHACHA_URL
+    assert info.unprefixed_names == 2 and sum(info.values_by_key_id.values()) == 2
+    with store.open(tmp_path / "sealed.xml", master_key_file=kf, layout="file") as s:
+        s.edit().put_string("a", "b").commit()
+    info = store.inspect(tmp_path / "sealed.xml")
+    assert info.layout == "file" and info.entries == 0
+    assert info.values_by_key_id == {info.value_keyset.primary_key_id: 1}
+    with store.open(tmp_path / "plain.xml", encrypted=False) as s:
+        s.edit().put_string("a", "b").put_int("n", 1).commit()
+    info = store.inspect(tmp_path / "plain.xml")
+    assert (info.layout, info.entries, info.native_entries) == ("plain", 2, 1)
+    assert info.key_keyset is None and info.value_keyset is None
+    TinkEsp(key, with_info=False).write(tmp_path / "noinfo.xml", TYPED[:2])
+    info = store.inspect(tmp_path / "noinfo.xml")
+    assert info.key_keyset.format == "tink-no-info" and info.key_keyset.keys == ()
+    assert sum(info.names_by_key_id.values()) == 2
+    with pytest.raises(FileNotFoundError):
+        store.inspect(tmp_path / "absent.xml")
+    (tmp_path / "bad.xml").write_text(ref._string_elements_xml([(ref.KEY_KEYSET_NAME, "0a00")]))
+    with pytest.raises(store.StoreFormatError, match="key keyset.*unknown field 1"):
+        store.inspect(tmp_path / "bad.xml")
+
+
+def test_issue12_cli_store_inspect(tmp_path, master):
+    import json
+    kf, key = master
+    path = tmp_path / "cli.xml"
+    TinkEsp(key).write(path, TYPED[:3])
+    out = subprocess.run([sys.executable, "-m", "pycipherbench.cli", "store", "inspect", str(path),
+                          "--json", "-"], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.returncode == 0, out.stderr
+    assert "layout 'entries', 3 entries" in out.stdout
+    data = json.loads(out.stdout[out.stdout.index("{"):])
+    assert data["key_keyset"]["keys"][0]["type_url"] == SIV_URL
+    bad = subprocess.run([sys.executable, "-m", "pycipherbench.cli", "store", "inspect"],
+                         capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert bad.returncode == 2 and "usage: pycipherbench store inspect FILE" in bad.stderr
