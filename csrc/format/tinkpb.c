@@ -177,6 +177,8 @@ static int get_varint(reader *r, const char *where, uint64_t *out)
 static int next_field(reader *r, const char *msg, field *f)
 {
     uint64_t tag;
+    f->data = NULL;
+    f->len = 0;
     if (r->p == r->end)
         return 0;
     if (!get_varint(r, msg, &tag))
@@ -437,10 +439,12 @@ int pcb_tinkpb_encrypted_decode(const uint8_t *p, size_t n, const uint8_t **ct, 
             *ct = f.data;
             *ct_len = f.len;
         } else if (f.field == 3) {
-            reader sub = {f.data, f.data + f.len, err, cap};
-            ok = expect(&r, "EncryptedKeyset", &f, WT_LEN, &seen)
-                 && decode_keyset(&sub, "EncryptedKeyset.keyset_info", info, 0);
-            *has_info = 1;
+            ok = expect(&r, "EncryptedKeyset", &f, WT_LEN, &seen);
+            if (ok) {
+                reader sub = {f.data, f.data + f.len, err, cap};
+                ok = decode_keyset(&sub, "EncryptedKeyset.keyset_info", info, 0);
+                *has_info = 1;
+            }
         } else {
             ok = unknown(&r, "EncryptedKeyset", &f);
         }
