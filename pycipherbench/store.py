@@ -177,8 +177,26 @@ class Store:
         self._store.flush()
 
     def rotate(self, *, master_key_file: PathLike | None = None,
-               passphrase: str | bytes | None = None) -> None:
-        """Re-encrypt everything under new keysets, and a new master key if given (atomic)."""
+               passphrase: str | bytes | None = None, lazy: bool = False) -> None:
+        """Re-encrypt everything under new keysets, and a new master key if given (atomic).
+
+        ``lazy=True`` is Tink's key rotation instead: a new primary key is added to the
+        value keyset (the keysets are rewritten at once), nothing is re-encrypted, new
+        values are sealed under the new key and older ones keep opening under theirs (the
+        file then holds a multi-key keyset, which Tink and ESP read). Only the value keyset
+        rotates: ESP finds a name by its deterministic encryption under the key keyset's
+        primary, and each value's associated data is its encrypted name, so a new names
+        key means re-encrypting every entry (``lazy=False``). It cannot change the master
+        key. A keyset keeps at most 32 keys.
+        """
+        if not isinstance(lazy, bool):
+            raise TypeError(f"lazy must be a bool, not {type(lazy).__name__}")
+        if lazy:
+            if master_key_file is not None or passphrase is not None:
+                raise ValueError("rotate(lazy=True) adds a value key under the same master key; "
+                                 "a new master key needs rotate(lazy=False)")
+            self._store.rotate(lazy=True)
+            return
         self._store.rotate(master_key_file=master_key_file, passphrase=passphrase)
 
     def close(self) -> None:

@@ -555,3 +555,96 @@ def test_issue12_cli_store_inspect(tmp_path, master):
                          capture_output=True, text=True, timeout=120,
                          cwd=Path(__file__).resolve().parent.parent)
     assert bad.returncode == 2 and "usage: pycipherbench store inspect FILE" in bad.stderr
+
+
+# ------------------------------------------------------------- lazy rotation
+
+@pytest.mark.parametrize("venc", ["gcm", "chacha20-poly1305"])
+@pytest.mark.parametrize("faithful", [False, True])
+def test_issue12_lazy_rotation(tmp_path, master, venc, faithful):
+    """rotate(lazy=True): a new primary value key, nothing re-encrypted; old and new entries
+    read back (store, tink, the reference); the keyset holds both keys."""
+    kf, key = master
+    path = tmp_path / "lazy.xml"
+    opts = dict(master_key_file=kf, value_encryption=venc, faithful=faithful)
+    with store.open(path, **opts) as s:
+        put_all(s, TYPED)
+        before = {n: v for n, v in ref.raw_entries(path) if n not in ref.RESERVED_NAMES}
+        old_info = store.inspect(path)
+        s.rotate(lazy=True)
+        after = dict(ref.raw_entries(path))
+        assert {n: after[n] for n in before} == before, "nothing re-encrypted"
+        assert after[ref.KEY_KEYSET_NAME] == dict(ref.raw_entries(path))[ref.KEY_KEYSET_NAME]
+        assert s.all() == expected(TYPED)
+        s.edit().put_string("after", "rotation").put_int("int", 42).commit()
+        assert s.get_int("int") == 42 and s.get_string("greeting") == "hello"
+    info = store.inspect(path)
+    old_kid = old_info.value_keyset.primary_key_id
+    new_kid = info.value_keyset.primary_key_id
+    assert new_kid != old_kid
+    assert [k.key_id for k in info.value_keyset.keys] == [old_kid, new_kid]
+    assert info.values_by_key_id == {old_kid: len(TYPED) - 1, new_kid: 2}
+    assert info.key_keyset == old_info.key_keyset, "the names' keyset does not rotate"
+    want = {**expected(TYPED), "after": "rotation", "int": 42}
+    with store.open(path, **opts) as s:
+        assert s.all() == want
+    got = TinkEsp(key, chacha=venc != "gcm").read(path)
+    assert {n: v for n, (_, v) in got.items()} == want
+    assert ref.read_store(path, key, value_encryption=venc) == want
+
+
+def test_issue12_lazy_then_full_rotation(tmp_path, master):
+    kf, key = master
+    path = tmp_path / "both.xml"
+    with store.open(path, master_key_file=kf) as s:
+        put_all(s, TYPED)
+        s.rotate(lazy=True)
+        s.edit().put_string("x", "y").commit()
+        s.rotate(lazy=True)
+        assert len(store.inspect(path).value_keyset.keys) == 3
+        s.rotate()  # everything re-encrypted: one key per keyset again
+        info = store.inspect(path)
+        assert len(info.value_keyset.keys) == 1 and len(info.key_keyset.keys) == 1
+        assert info.values_by_key_id == {info.value_keyset.primary_key_id: len(TYPED) + 1}
+        assert s.all() == {**expected(TYPED), "x": "y"}
+    assert TinkEsp(key).read(path)["x"] == (STRING, "y")
+
+
+def test_issue12_lazy_rotation_layout_file_and_refusals(tmp_path, master):
+    kf, key = master
+    with store.open(tmp_path / "f.xml", master_key_file=kf, layout="file") as s:
+        s.edit().put_string("a", "b").commit()
+        s.rotate(lazy=True)
+        assert s.get_string("a") == "b"
+    info = store.inspect(tmp_path / "f.xml")
+    assert len(info.value_keyset.keys) == 2
+    assert info.values_by_key_id == {info.value_keyset.primary_key_id: 1}  # resealed once
+    with store.open(tmp_path / "f.xml", master_key_file=kf, layout="file") as s:
+        assert s.all() == {"a": "b"}
+    with store.open(tmp_path / "p.xml", encrypted=False) as s:
+        with pytest.raises(ValueError, match="plain store"):
+            s.rotate(lazy=True)
+    with store.open(tmp_path / "n.xml", master_key_file=kf, value_encryption="none") as s:
+        with pytest.raises(ValueError, match="no value keyset"):
+            s.rotate(lazy=True)
+    with store.open(tmp_path / "m.xml", master_key_file=kf) as s:
+        with pytest.raises(ValueError, match="master key"):
+            s.rotate(lazy=True, master_key_file=tmp_path / "new.key")
+        with pytest.raises(TypeError):
+            s.rotate(lazy=1)
+
+
+def test_issue12_lazy_rotation_key_limit(tmp_path, master):
+    kf, key = master
+    path = tmp_path / "limit.xml"
+    with store.open(path, master_key_file=kf) as s:
+        s.edit().put_string("first", "1").commit()
+        for i in range(31):
+            s.rotate(lazy=True)
+            s.edit().put_int(f"k{i}", i).commit()
+        with pytest.raises(ValueError, match="32 keys"):
+            s.rotate(lazy=True)
+        assert s.get_string("first") == "1" and s.get_int("k30") == 30
+    assert len(store.inspect(path).value_keyset.keys) == 32
+    with store.open(path, master_key_file=kf) as s:
+        assert len(s.all()) == 32

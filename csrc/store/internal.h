@@ -18,6 +18,7 @@
  *   store.c    open, close, flush, reads, accounting (store.h)
  *   commit.c   editors, commit and apply, the background writer (store.h)
  *   rotate.c   key rotation (store.h)
+ *   rotate_lazy.c  lazy rotation: a new primary value key (store.h)
  *   bench.c    the timed workloads (bench.h)
  *
  * Locking: `lock` guards the map, the keys, the crypto contexts, the
