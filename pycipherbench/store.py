@@ -520,7 +520,7 @@ class StoreMeasurement(Record):
 
 
 Workload = Literal["put", "get", "get_missing", "contains", "all", "commit", "apply",
-                   "open_cold", "open_warm", "rotate"]
+                   "open_cold", "open_warm", "rotate", "rotate_lazy"]
 ValueType = Literal["string", "string_set", "int", "long", "float", "bool"]
 
 
@@ -605,7 +605,9 @@ def bench(
     is the time the caller is blocked, ``durable_samples`` the time until
     the background write has landed), ``open_cold`` (no master key yet: key
     generation and keyset creation), ``open_warm`` (open and load every
-    entry), ``rotate`` (re-encrypt everything). Keys and string values are
+    entry), ``rotate`` (re-encrypt everything), ``rotate_lazy`` (``rotate(lazy=True)``:
+    a new primary value key, the keysets rewritten, nothing re-encrypted; every 31st
+    is preceded by an untimed full rotation, as a keyset holds at most 32 keys). Keys and string values are
     random ``[A-Za-z0-9]`` text of ``key_len``/``value_len`` characters, read in
     a random order. ``ns_per_op`` is per operation; the
     :class:`StoreMeasurement` also holds the parameters, the stage breakdown

@@ -648,3 +648,24 @@ def test_issue12_lazy_rotation_key_limit(tmp_path, master):
     assert len(store.inspect(path).value_keyset.keys) == 32
     with store.open(path, master_key_file=kf) as s:
         assert len(s.all()) == 32
+
+
+def test_issue12_bench_rotate_lazy_workload(tmp_path):
+    """The rotate_lazy workload runs past a keyset's 32 keys (a full rotation, untimed,
+    starts it again) and is refused where there is no value key to add."""
+    from pycipherbench import _core
+    k = _core.StoreKernel("rotate_lazy", directory=tmp_path, n_keys=20)
+    try:
+        for _ in range(3):
+            elapsed = k.sample(25)[0]
+            assert elapsed > 0
+        assert k.info["workload"] == "rotate_lazy"
+    finally:
+        k.close()
+    with pytest.raises(ValueError, match="encrypted"):
+        _core.check_store_bench("rotate_lazy", encrypted=False)
+    with pytest.raises(ValueError, match="value_encryption"):
+        _core.check_store_bench("rotate_lazy", value_encryption="none")
+    _core.check_store_bench("rotate_lazy", value_encryption="none", layout="file")
+    m = store.bench("rotate_lazy", n_keys=10, min_time=0.001, repeats=2, directory=tmp_path)
+    assert m.workload == "rotate_lazy" and m.payload == 0
