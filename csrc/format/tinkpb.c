@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
 
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_SGROUP = 3, WT_EGROUP = 4, WT_I32 = 5 };
 
@@ -144,26 +143,49 @@ typedef struct {
     size_t len;
 } field;
 
-static int fail(reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(reader *r, const char *fmt, ...)
+/* Where a decoder is, for messages: "Keyset.key[1].key_data". Built on the
+ * stack as the decoders descend and formatted only when a message is due
+ * (a keyset is decoded at every open). */
+typedef struct where {
+    const struct where *up;
+    const char *name; /* ".key_data", or "Keyset" at the top */
+    long index;       /* [index] after name, or -1 */
+} where;
+
+static size_t where_str(const where *w, char *out, size_t cap)
+{
+    size_t n = w->up ? where_str(w->up, out, cap) : 0;
+    if (n < cap)
+        n += (size_t)snprintf(out + n, cap - n, w->index >= 0 ? "%s[%ld]" : "%s", w->name,
+                              w->index);
+    return n < cap ? n : cap - 1;
+}
+
+static int fail(reader *r, const where *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(reader *r, const where *at, const char *fmt, ...)
 {
     va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->err, r->cap, fmt, ap);
-    va_end(ap);
+    size_t n = where_str(at, r->err, r->cap);
+    n += (size_t)snprintf(r->err + n, r->cap - n, ": ");
+    if (n < r->cap) {
+        va_start(ap, fmt);
+        vsnprintf(r->err + n, r->cap - n, fmt, ap);
+        va_end(ap);
+    }
     return 0;
 }
 
 /* A varint of at most 10 bytes that fits 64 bits. 1, or 0 (err set). */
-static int get_varint(reader *r, const char *where, uint64_t *out)
+static int get_varint(reader *r, const where *where, uint64_t *out)
 {
     uint64_t v = 0;
     for (int i = 0; i < 10; i++) {
         if (r->p >= r->end)
-            return fail(r, "%s: a varint runs past the end", where);
+            return fail(r, where, "a varint runs past the end");
         uint8_t c = *r->p++;
         if (i == 9 && c > 1) /* more bits, or an 11th byte */
-            return fail(r, "%s: a varint is longer than 10 bytes or overflows 64 bits", where);
+            return fail(r, where, "a varint is longer than 10 bytes or overflows 64 bits");
         v |= (uint64_t)(c & 0x7f) << (7 * i);
         if (!(c & 0x80)) {
             *out = v;
@@ -174,7 +196,7 @@ static int get_varint(reader *r, const char *where, uint64_t *out)
 }
 
 /* The next field: 1, 0 at the end of the message, -1 malformed (err set). */
-static int next_field(reader *r, const char *msg, field *f)
+static int next_field(reader *r, const where *msg, field *f)
 {
     uint64_t tag;
     f->data = NULL;
@@ -185,8 +207,7 @@ static int next_field(reader *r, const char *msg, field *f)
         return -1;
     f->wt = (int)(tag & 7);
     if (tag >> 3 == 0 || tag >> 3 > 0x1fffffff)
-        return fail(r, "%s: field number %llu is out of range", msg,
-                    (unsigned long long)(tag >> 3)) - 1;
+        return fail(r, msg, "field number %llu is out of range", (unsigned long long)(tag >> 3)) - 1;
     f->field = (unsigned)(tag >> 3);
     switch (f->wt) {
     case WT_VARINT:
@@ -195,65 +216,61 @@ static int next_field(reader *r, const char *msg, field *f)
         if (!get_varint(r, msg, &f->v))
             return -1;
         if (f->v > (uint64_t)(r->end - r->p))
-            return fail(r, "%s: field %u's length %llu runs past the end (%zu bytes left)", msg,
-                        f->field, (unsigned long long)f->v, (size_t)(r->end - r->p)) - 1;
+            return fail(r, msg, "field %u's length %llu runs past the end (%zu bytes left)", f->field, (unsigned long long)f->v, (size_t)(r->end - r->p)) - 1;
         f->data = r->p;
         f->len = (size_t)f->v;
         r->p += f->len;
         return 1;
     default:
-        return fail(r, "%s: field %u has wire type %d, which no field of this message has",
-                    msg, f->field, f->wt) - 1;
+        return fail(r, msg, "field %u has wire type %d, which no field of this message has", f->field, f->wt) - 1;
     }
 }
 
 /* Field f of msg is known, singular, and of wire type wt: 1, or 0. */
-static int expect(reader *r, const char *msg, const field *f, int wt, unsigned *seen)
+static int expect(reader *r, const where *msg, const field *f, int wt, unsigned *seen)
 {
     static const char *const names[] = {"varint", "64-bit", "length-delimited", "group start",
                                         "group end", "32-bit"};
     if (f->wt != wt)
-        return fail(r, "%s: field %u has wire type %s, expected %s", msg, f->field,
+        return fail(r, msg, "field %u has wire type %s, expected %s", f->field,
                     names[f->wt], names[wt]);
     if (seen != NULL) {
         if (*seen & (1u << f->field))
-            return fail(r, "%s: singular field %u appears twice", msg, f->field);
+            return fail(r, msg, "singular field %u appears twice", f->field);
         *seen |= 1u << f->field;
     }
     return 1;
 }
 
-static int unknown(reader *r, const char *msg, const field *f)
+static int unknown(reader *r, const where *msg, const field *f)
 {
-    return fail(r, "%s: unknown field %u (wire type %d)", msg, f->field, f->wt);
+    return fail(r, msg, "unknown field %u (wire type %d)", f->field, f->wt);
 }
 
-static int get_u32(reader *r, const char *msg, const field *f, uint32_t *out)
+static int get_u32(reader *r, const where *msg, const field *f, uint32_t *out)
 {
     if (f->v > UINT32_MAX)
-        return fail(r, "%s: field %u's value %llu does not fit 32 bits", msg, f->field,
+        return fail(r, msg, "field %u's value %llu does not fit 32 bits", f->field,
                     (unsigned long long)f->v);
     *out = (uint32_t)f->v;
     return 1;
 }
 
 /* A type URL: 1..PCB_TINK_URL_CAP printable ASCII characters. */
-static int get_url(reader *r, const char *msg, const field *f, char *out)
+static int get_url(reader *r, const where *msg, const field *f, char *out)
 {
     if (f->len == 0 || f->len > PCB_TINK_URL_CAP)
-        return fail(r, "%s: type_url must hold 1 to %d characters, holds %zu", msg,
-                    PCB_TINK_URL_CAP, f->len);
+        return fail(r, msg, "type_url must hold 1 to %d characters, holds %zu", PCB_TINK_URL_CAP, f->len);
     for (size_t i = 0; i < f->len; i++)
         if (f->data[i] < 0x21 || f->data[i] > 0x7e)
-            return fail(r, "%s: type_url holds a byte 0x%02x that no type URL has", msg,
-                        f->data[i]);
+            return fail(r, msg, "type_url holds a byte 0x%02x that no type URL has", f->data[i]);
     memcpy(out, f->data, f->len);
     out[f->len] = '\0';
     return 1;
 }
 
 /* The key proto inside KeyData.value (its type from the type URL). */
-static int decode_key_proto(reader *up, const char *msg, const uint8_t *p, size_t n,
+static int decode_key_proto(reader *up, const where *msg, const uint8_t *p, size_t n,
                             pcb_tink_key *e)
 {
     reader r = {p, p + n, up->err, up->cap};
@@ -262,8 +279,8 @@ static int decode_key_proto(reader *up, const char *msg, const uint8_t *p, size_
     field f;
     int rc;
     if (kv == 0)
-        return fail(up, "%s: key type %s is not one this store knows (AesSivKey, AesGcmKey, "
-                    "ChaCha20Poly1305Key)", msg, e->type_url);
+        return fail(up, msg, "key type %s is not one this store knows (AesSivKey, AesGcmKey, "
+                    "ChaCha20Poly1305Key)", e->type_url);
     while ((rc = next_field(&r, msg, &f)) > 0) {
         if (f.field == 1) {
             if (!expect(&r, msg, &f, WT_VARINT, &seen) || !get_u32(&r, msg, &f, &e->version))
@@ -272,8 +289,7 @@ static int decode_key_proto(reader *up, const char *msg, const uint8_t *p, size_
             if (!expect(&r, msg, &f, WT_LEN, &seen))
                 return 0;
             if (f.len > PCB_TINK_KEY_CAP)
-                return fail(&r, "%s: key_value holds %zu bytes, more than any key of this "
-                            "type", msg, f.len);
+                return fail(&r, msg, "key_value holds %zu bytes, more than any key of this type", f.len);
             memcpy(e->key_value, f.data, f.len);
             e->key_len = f.len;
         } else {
@@ -283,7 +299,7 @@ static int decode_key_proto(reader *up, const char *msg, const uint8_t *p, size_
     return rc == 0;
 }
 
-static int decode_key_data(reader *up, const char *msg, const uint8_t *p, size_t n,
+static int decode_key_data(reader *up, const where *msg, const uint8_t *p, size_t n,
                            pcb_tink_key *e)
 {
     reader r = {p, p + n, up->err, up->cap};
@@ -292,7 +308,6 @@ static int decode_key_data(reader *up, const char *msg, const uint8_t *p, size_t
     size_t value_len = 0;
     field f;
     int rc;
-    char sub[128];
     while ((rc = next_field(&r, msg, &f)) > 0) {
         int ok;
         switch (f.field) {
@@ -316,28 +331,27 @@ static int decode_key_data(reader *up, const char *msg, const uint8_t *p, size_t
     if (rc < 0)
         return 0;
     if (!(seen & 2))
-        return fail(&r, "%s: type_url is missing", msg);
-    snprintf(sub, sizeof sub, "%.100s.value", msg);
-    return decode_key_proto(&r, sub, value ? value : (const uint8_t *)"", value_len, e);
+        return fail(&r, msg, "type_url is missing");
+    const where sub = {msg, ".value", -1};
+    return decode_key_proto(&r, &sub, value ? value : (const uint8_t *)"", value_len, e);
 }
 
 /* A Keyset.Key (with_data) or a KeysetInfo.KeyInfo (!with_data). */
-static int decode_key(reader *up, const char *msg, const uint8_t *p, size_t n,
+static int decode_key(reader *up, const where *msg, const uint8_t *p, size_t n,
                       pcb_tink_key *e, int with_data)
 {
     reader r = {p, p + n, up->err, up->cap};
     unsigned seen = 0;
     field f;
     int rc;
-    char sub[128];
     while ((rc = next_field(&r, msg, &f)) > 0) {
         int ok;
         switch (f.field) {
         case 1:
             ok = expect(&r, msg, &f, WT_LEN, &seen);
             if (ok && with_data) {
-                snprintf(sub, sizeof sub, "%.100s.key_data", msg);
-                ok = decode_key_data(&r, sub, f.data, f.len, e);
+                const where sub = {msg, ".key_data", -1};
+                ok = decode_key_data(&r, &sub, f.data, f.len, e);
             } else if (ok) {
                 ok = get_url(&r, msg, &f, e->type_url);
             }
@@ -361,32 +375,32 @@ static int decode_key(reader *up, const char *msg, const uint8_t *p, size_t n,
     if (rc < 0)
         return 0;
     if (!(seen & 2))
-        return fail(&r, "%s: %s is missing", msg, with_data ? "key_data" : "type_url");
+        return fail(&r, msg, "%s is missing", with_data ? "key_data" : "type_url");
     if (e->status < PCB_TINK_ENABLED || e->status > PCB_TINK_DESTROYED)
-        return fail(&r, "%s: status %u is not ENABLED, DISABLED or DESTROYED", msg, e->status);
+        return fail(&r, msg, "status %u is not ENABLED, DISABLED or DESTROYED", e->status);
     if (e->output_prefix < PCB_TINK_PREFIX_TINK || e->output_prefix > PCB_TINK_PREFIX_CRUNCHY)
-        return fail(&r, "%s: output_prefix_type %u is not TINK, LEGACY, RAW or CRUNCHY", msg,
-                    e->output_prefix);
+        return fail(&r, msg, "output_prefix_type %u is not TINK, LEGACY, RAW or CRUNCHY", e->output_prefix);
     return 1;
 }
 
 /* A Keyset (with_data) or a KeysetInfo (!with_data). */
-static int decode_keyset(reader *r, const char *msg, pcb_tink_keyset *k, int with_data)
+static int decode_keyset(reader *r, const where *msg, pcb_tink_keyset *k, int with_data)
 {
     unsigned seen = 0;
     field f;
     int rc;
-    char sub[128];
     while ((rc = next_field(r, msg, &f)) > 0) {
         int ok;
         if (f.field == 1) {
             ok = expect(r, msg, &f, WT_VARINT, &seen) && get_u32(r, msg, &f, &k->primary_key_id);
         } else if (f.field == 2) {
-            snprintf(sub, sizeof sub, "%.60s.%s[%zu]", msg, with_data ? "key" : "key_info", k->n);
+            const where sub = {msg, with_data ? ".key" : ".key_info", (long)k->n};
             ok = expect(r, msg, &f, WT_LEN, NULL);
             if (ok && k->n == PCB_TINK_MAX_KEYS)
-                ok = fail(r, "%s: more than %d keys", msg, PCB_TINK_MAX_KEYS);
-            ok = ok && decode_key(r, sub, f.data, f.len, &k->key[k->n], with_data);
+                ok = fail(r, msg, "more than %d keys", PCB_TINK_MAX_KEYS);
+            if (ok) /* only the keys used are cleared: a keyset is large */
+                memset(&k->key[k->n], 0, sizeof k->key[0]);
+            ok = ok && decode_key(r, &sub, f.data, f.len, &k->key[k->n], with_data);
             k->n += ok;
         } else {
             ok = unknown(r, msg, &f);
@@ -401,25 +415,27 @@ int pcb_tinkpb_keyset_decode(const uint8_t *p, size_t n, pcb_tink_keyset *k, cha
                              size_t cap)
 {
     reader r = {p, p + n, err, cap};
-    OPENSSL_cleanse(k, sizeof *k);
-    if (!decode_keyset(&r, "Keyset", k, 1))
+    k->primary_key_id = 0;
+    k->n = 0;
+    const where top = {NULL, "Keyset", -1};
+    if (!decode_keyset(&r, &top, k, 1))
         return 0;
     /* What Tink's keyset validation refuses. */
     if (k->n == 0)
-        return fail(&r, "Keyset: holds no key");
+        return fail(&r, &top, "holds no key");
     int primary = 0;
     for (size_t i = 0; i < k->n; i++) {
         for (size_t j = 0; j < i; j++)
             if (k->key[j].key_id == k->key[i].key_id)
-                return fail(&r, "Keyset: key id %u appears twice", k->key[i].key_id);
+                return fail(&r, &top, "key id %u appears twice", k->key[i].key_id);
         if (k->key[i].key_id == k->primary_key_id) {
             if (k->key[i].status != PCB_TINK_ENABLED)
-                return fail(&r, "Keyset: the primary key %u is not ENABLED", k->primary_key_id);
+                return fail(&r, &top, "the primary key %u is not ENABLED", k->primary_key_id);
             primary = 1;
         }
     }
     if (!primary)
-        return fail(&r, "Keyset: the primary key id %u names no key", k->primary_key_id);
+        return fail(&r, &top, "the primary key id %u names no key", k->primary_key_id);
     return 1;
 }
 
@@ -430,23 +446,25 @@ int pcb_tinkpb_encrypted_decode(const uint8_t *p, size_t n, const uint8_t **ct, 
     unsigned seen = 0;
     field f;
     int rc;
-    memset(info, 0, sizeof *info);
+    info->primary_key_id = 0;
+    info->n = 0;
     *has_info = 0;
-    while ((rc = next_field(&r, "EncryptedKeyset", &f)) > 0) {
+    const where top = {NULL, "EncryptedKeyset", -1}, info_at = {&top, ".keyset_info", -1};
+    while ((rc = next_field(&r, &top, &f)) > 0) {
         int ok;
         if (f.field == 2) {
-            ok = expect(&r, "EncryptedKeyset", &f, WT_LEN, &seen);
+            ok = expect(&r, &top, &f, WT_LEN, &seen);
             *ct = f.data;
             *ct_len = f.len;
         } else if (f.field == 3) {
-            ok = expect(&r, "EncryptedKeyset", &f, WT_LEN, &seen);
+            ok = expect(&r, &top, &f, WT_LEN, &seen);
             if (ok) {
                 reader sub = {f.data, f.data + f.len, err, cap};
-                ok = decode_keyset(&sub, "EncryptedKeyset.keyset_info", info, 0);
+                ok = decode_keyset(&sub, &info_at, info, 0);
                 *has_info = 1;
             }
         } else {
-            ok = unknown(&r, "EncryptedKeyset", &f);
+            ok = unknown(&r, &top, &f);
         }
         if (!ok)
             return 0;
@@ -454,6 +472,6 @@ int pcb_tinkpb_encrypted_decode(const uint8_t *p, size_t n, const uint8_t **ct, 
     if (rc < 0)
         return 0;
     if (!(seen & 4))
-        return fail(&r, "EncryptedKeyset: encrypted_keyset is missing");
+        return fail(&r, &top, "encrypted_keyset is missing");
     return 1;
 }

@@ -75,8 +75,9 @@ int pcb_tinkpb_keyset_encode(const pcb_tink_keyset *k, pcb_buf *out);
 int pcb_tinkpb_encrypted_encode(const uint8_t *ct, size_t ct_len, const pcb_tink_keyset *k,
                                 pcb_buf *out);
 
-/* Decodes a serialized Keyset into *k (wiped first; the caller wipes it
- * after use). 1, or 0 with a message in err[0..cap). */
+/* Decodes a serialized Keyset into *k: its keys [0..n) are set, the rest
+ * left as they were (the caller wipes what k held before, and k after use).
+ * 1, or 0 with a message in err[0..cap) (k then partly written). */
 int pcb_tinkpb_keyset_decode(const uint8_t *p, size_t n, pcb_tink_keyset *k, char *err,
                              size_t cap);
 /* Decodes a serialized EncryptedKeyset: *ct points into p; *info gets the

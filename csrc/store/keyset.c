@@ -27,24 +27,28 @@ static void hex_encode(const uint8_t *in, size_t n, char *out)
     }
 }
 
-static int hex_digit(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
+/* Hex digit values (both cases, as Java's Hex.decode); 0 for anything else. */
+static const uint8_t hex_value[256] = {
+    ['0'] = 0, ['1'] = 1, ['2'] = 2, ['3'] = 3, ['4'] = 4, ['5'] = 5, ['6'] = 6, ['7'] = 7,
+    ['8'] = 8, ['9'] = 9, ['a'] = 10, ['b'] = 11, ['c'] = 12, ['d'] = 13, ['e'] = 14,
+    ['f'] = 15, ['A'] = 10, ['B'] = 11, ['C'] = 12, ['D'] = 13, ['E'] = 14, ['F'] = 15,
+};
 
-/* Hex text -> bytes (n / 2 of them); 0 if not hex. */
+/* Hex text -> bytes (n / 2 of them); 0 if not hex. A table lookup per digit:
+ * the keysets are decoded at every open. */
 static int hex_decode(const char *in, size_t n, uint8_t *out)
 {
+    unsigned bad = 0;
     if (n % 2)
         return 0;
     for (size_t i = 0; i < n; i += 2) {
-        int hi = hex_digit(in[i]), lo = hex_digit(in[i + 1]);
-        if (hi < 0 || lo < 0)
-            return 0;
+        unsigned char c0 = (unsigned char)in[i], c1 = (unsigned char)in[i + 1];
+        unsigned hi = hex_value[c0], lo = hex_value[c1];
+        /* a 0 entry is a digit only for '0' */
+        bad |= (hi == 0 && c0 != '0') | (lo == 0 && c1 != '0');
         out[i / 2] = (uint8_t)(hi << 4 | lo);
     }
-    return 1;
+    return !bad;
 }
 
 /* --------------------------------------------------------------- types */
@@ -297,7 +301,7 @@ int pcb_keyset_info(const char *hex, size_t len, pcb_tink_keyset *info, char *er
     const uint8_t *ct;
     size_t ct_len;
     int has_info = 0, rc = -1;
-    memset(info, 0, sizeof *info);
+    info->n = 0;
     if (bytes == NULL) {
         snprintf(err, cap, "out of memory");
         return -1;
