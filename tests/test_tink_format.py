@@ -455,9 +455,12 @@ def test_issue12_keyset_info_refused_before_any_key(tmp_path):
 
 # ---------------------------------------------------------- earlier releases
 
-def test_issue12_pre_tink_keysets_read_and_upgraded(tmp_path, master):
+@pytest.mark.parametrize("parses", [False, True], ids=["plain", "parses-as-encrypted-keyset"])
+def test_issue12_pre_tink_keysets_read_and_upgraded(tmp_path, master, parses):
     """Files of earlier releases (keysets hex(nonce || GCM(master, kid || key) || tag)) open
-    for one release; the next write stores Tink's keysets, which tink then reads."""
+    for one release; the next write stores Tink's keysets, which tink then reads. With
+    parses, each nonce starts 0x12 <length of the rest>, so the old text is also a
+    well-formed EncryptedKeyset (that does not decrypt): it still opens."""
     kf, key = master
     path = tmp_path / "old.xml"
     ref.write_store(path, key, {"a": "b", "n": 5}, siv_key=os.urandom(64))
@@ -466,11 +469,16 @@ def test_issue12_pre_tink_keysets_read_and_upgraded(tmp_path, master):
 
     def old_text(kid, raw):
         iv = os.urandom(12)
+        if parses:
+            iv = bytes([0x12, 12 + 4 + len(raw) + 16 - 2]) + iv[2:]
         return (iv + AESGCM(key).encrypt(iv, struct.pack(">I", kid) + raw, None)).hex()
 
     stored[ref.KEY_KEYSET_NAME] = old_text(ks.siv_key_id, ks.siv_key)
     stored[ref.VALUE_KEYSET_NAME] = old_text(ks.value_key_id, ks.value_key)
     path.write_text(ref._string_elements_xml(list(stored.items())), encoding="utf-8")
+    # (a real Tink keyset is longer than these: the length tells them apart)
+    assert {store.inspect(path).key_keyset.format, store.inspect(path).value_keyset.format} == {
+        "pre-tink"}
     with store.open(path, master_key_file=kf) as s:
         assert s.all() == {"a": "b", "n": 5}
         s.edit().put_string("c", "d").commit()

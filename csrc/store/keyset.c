@@ -218,7 +218,10 @@ int pcb_keyset_open(pcb_store *s, int which, const char *hex, size_t len, pcb_st
                       "valid Tink Keyset: %s", s->path, ks_entry[which], ks_what[which], err) - 1;
     if (rc == 1 && !pcb_keyset_check(s, which, &s->keyset[which], 1, st))
         rc = -1;
-    if (rc != 1)
+    if (rc == 0 && n == NONCE_LEN + 4 + (which == PCB_KS_KEY ? SIV_KEY_LEN : VALUE_KEY_LEN) + TAG_LEN
+        && open_pre_tink(s, which, bytes, n, st) == 1)
+        rc = 2; /* an earlier release's text that happens to parse as an EncryptedKeyset */
+    if (rc < 1)
         OPENSSL_cleanse(&s->keyset[which], sizeof s->keyset[which]);
     OPENSSL_cleanse(pt, ct_len - NONCE_LEN - TAG_LEN + 1);
 out:
