@@ -2,7 +2,7 @@
 """Benchmark peer for pycipherbench.store: EncryptedSharedPreferences in straightforward Python.
 
 ``PeerStore`` reads and writes the same file format as ``pycipherbench.store`` (ESP 1.1.0 +
-Tink, with the spec's own keyset encoding) and behaves like Android's
+Tink, keysets as Tink's EncryptedKeyset protobuf) and behaves like Android's
 SharedPreferencesImpl + EncryptedSharedPreferences, written the way a reasonable Python
 user would write it on the ``cryptography`` package:
 
@@ -37,6 +37,52 @@ import xml.etree.ElementTree as ET
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, AESSIV
+
+
+def _pb_varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out) + bytes([n])
+
+
+def _pb_int(field: int, v: int) -> bytes:
+    return _pb_varint(field << 3) + _pb_varint(v) if v else b""
+
+
+def _pb_len(field: int, data: bytes) -> bytes:
+    return _pb_varint(field << 3 | 2) + _pb_varint(len(data)) + data
+
+
+def _pb_read(data: bytes) -> list:
+    """[(field, int or bytes)] of a message with varint and length-delimited fields."""
+    out, i = [], 0
+
+    def varint():
+        nonlocal i
+        v = shift = 0
+        while True:
+            if i >= len(data) or shift > 63:
+                raise ValueError("bad varint")
+            v |= (data[i] & 0x7F) << shift
+            i, shift = i + 1, shift + 7
+            if not data[i - 1] & 0x80:
+                return v
+
+    while i < len(data):
+        tag = varint()
+        if tag & 7 == 0:
+            out.append((tag >> 3, varint()))
+        elif tag & 7 == 2:
+            n = varint()
+            if i + n > len(data):
+                raise ValueError("length past the end")
+            out.append((tag >> 3, data[i:i + n]))
+            i += n
+        else:
+            raise ValueError("wire type")
+    return out
 
 __all__ = ["PeerStore", "PlainPeerStore", "PeerError", "PeerDecryptionError",
            "PeerFormatError", "PeerReservedNameError"]
@@ -416,26 +462,49 @@ class PeerStore(_PeerBase):
 
     # -- keysets ---------------------------------------------------------------
 
+    # Tink's EncryptedKeyset {encrypted_keyset = 2, keyset_info = 3}, hex-encoded, the
+    # Keyset inside sealed with the master key as IV || GCM(Keyset, AD empty) || tag.
+    _URLS = {64: "type.googleapis.com/google.crypto.tink.AesSivKey",
+             32: "type.googleapis.com/google.crypto.tink.AesGcmKey"}
+
     @staticmethod
     def _seal_keyset(master: AESGCM, key_id: int, key: bytes) -> str:
+        url = PeerStore._URLS[len(key)].encode()
+        kv_field = 2 if len(key) == 64 else 3  # AesSivKey.key_value = 2, AesGcmKey's = 3
+        key_data = _pb_len(1, url) + _pb_len(2, _pb_len(kv_field, key)) + _pb_int(3, 1)
+        keyset = _pb_int(1, key_id) + _pb_len(2, _pb_len(1, key_data) + _pb_int(2, 1)
+                                             + _pb_int(3, key_id) + _pb_int(4, 1))
+        info = _pb_int(1, key_id) + _pb_len(2, _pb_len(1, url) + _pb_int(2, 1) + _pb_int(3, key_id)
+                                            + _pb_int(4, 1))
         nonce = os.urandom(12)
-        return (nonce + master.encrypt(nonce, key_id.to_bytes(4, "big") + key, None)).hex()
+        sealed = nonce + master.encrypt(nonce, keyset, b"")
+        return (_pb_len(2, sealed) + _pb_len(3, info)).hex()
 
     def _open_keyset(self, master: AESGCM, alias: str, key_len: int):
         text = self._map[alias]
         try:
-            blob = bytes.fromhex(text)
-        except ValueError:
-            raise PeerFormatError(f"{self.path}: {alias} is not hex") from None
-        if len(blob) != 12 + 4 + key_len + 16:
-            raise PeerFormatError(f"{self.path}: {alias} has the wrong length")
+            fields = _pb_read(bytes.fromhex(text))
+            blob = next(v for f, v in fields if f == 2)
+        except (ValueError, StopIteration):
+            raise PeerFormatError(f"{self.path}: {alias} is not a hex EncryptedKeyset") from None
         try:
-            plain = master.decrypt(blob[:12], blob[12:], None)
+            plain = master.decrypt(blob[:12], blob[12:], b"")
         except InvalidTag:
             raise PeerDecryptionError(
                 f"{self.path}: {alias} does not decrypt: the master key does not match "
                 "(or the keyset was tampered with)") from None
-        return int.from_bytes(plain[:4], "big"), plain[4:]
+        try:
+            ks = _pb_read(plain)
+            primary = next((v for f, v in ks if f == 1), 0)
+            for key in (dict(_pb_read(v)) for f, v in ks if f == 2):
+                if key.get(3, 0) == primary:
+                    key_data = dict(_pb_read(key[1]))
+                    raw = dict(_pb_read(key_data[2]))[2 if key_len == 64 else 3]
+                    if len(raw) == key_len:
+                        return primary, raw
+        except (ValueError, KeyError):
+            pass
+        raise PeerFormatError(f"{self.path}: {alias} holds no {key_len}-byte primary key")
 
     # -- names and values ------------------------------------------------------
 

@@ -74,12 +74,16 @@ pid2=$!
 "$cc" "${flags[@]}" "$here/fuzz_b64.c" "$root/csrc/format/b64.c" "$root/csrc/common/cpu.c" \
     -o "$out/fuzz_b64" &
 pid3=$!
+"$cc" "${flags[@]}" "${crypto_cflags[@]}" "$here/fuzz_tink_keyset.c" "$root/csrc/format/tinkpb.c" \
+    "$root/csrc/common/buf.c" -o "$out/fuzz_tink_keyset" "${crypto_libs[@]}" &
+pid4=$!
 rc=0
 wait "$pid1" || rc=1
 wait "$pid2" || rc=1
 wait "$pid3" || rc=1
+wait "$pid4" || rc=1
 if [ "$rc" != 0 ]; then
     echo "fuzz/build.sh: build failed" >&2
     exit 1
 fi
-echo "fuzz/build.sh: built $out/fuzz_store_load $out/fuzz_cipher_args $out/fuzz_b64" >&2
+echo "fuzz/build.sh: built $out/fuzz_store_load $out/fuzz_cipher_args $out/fuzz_b64 $out/fuzz_tink_keyset" >&2

@@ -182,8 +182,35 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_store_inspect(args: argparse.Namespace) -> int:
+    """pycipherbench store inspect FILE: what a store file holds, without any key."""
+    import json
+
+    from . import store
+
+    if len(args.action) != 2 or args.action[0] != "inspect":
+        return _fail("store", f"unknown arguments {' '.join(args.action)!r} "
+                              "(usage: pycipherbench store inspect FILE [--json OUT])")
+    try:
+        info = store.inspect(args.action[1])
+    except (ValueError, OSError) as e:
+        return _fail("store inspect", e)
+    print(info.describe())
+    if args.json:
+        text = json.dumps(info.to_dict(), indent=2)
+        if args.json == "-":
+            print(text)
+        else:
+            with open(args.json, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+    return 0
+
+
 def cmd_store(args: argparse.Namespace) -> int:
     from .sweep import run_points
+
+    if args.action:
+        return cmd_store_inspect(args)
 
     n_keys = args.n_keys if args.n_keys is not None else (100 if args.quick else 1000)
     timing: dict[str, Any] = dict(STORE_TIMING[args.quick])
@@ -270,15 +297,22 @@ def _add_sweep_commands(sub: Any) -> None:
     pl.set_defaults(func=cmd_plot)
 
     st = sub.add_parser(
-        "store", help="the seed's encrypted-store experiments as a table",
+        "store", help="the seed's encrypted-store experiments as a table; "
+                      "'store inspect FILE': what a store file holds, without a key",
         description="Per-op latency plain vs encrypted (put/get/contains/get_missing), the "
-                    "100-pair scenario (plain, lean, faithful), commit vs apply, cold vs warm open.")
+                    "100-pair scenario (plain, lean, faithful), commit vs apply, cold vs warm open. "
+                    "'pycipherbench store inspect FILE' instead describes a store file without any "
+                    "key: layout, the keysets' key ids, type URLs, status and primary (Tink's "
+                    "plaintext keyset_info), entries per key id.")
+    st.add_argument("action", nargs="*", metavar="inspect FILE",
+                    help="describe the store file FILE (no key needed) instead of measuring")
     st.add_argument("--quick", action="store_true", help="short samples, 100-entry stores")
     st.add_argument("--n-keys", type=int, help="entries for the per-op table (default 1000; 100 with --quick)")
     st.add_argument("--no-hw-aes", action="store_true", help="hide AES-NI/PCLMULQDQ from OpenSSL")
     st.add_argument("--directory", help="where the stores' files go (fsync costs depend on it)")
     st.add_argument("--seed", type=int, help="seed of the shuffled run order")
-    st.add_argument("--json", metavar="FILE", help="also save the results (raw samples)")
+    st.add_argument("--json", metavar="FILE", help="also save the results (raw samples); with "
+                    "inspect: the description as JSON ('-': standard output)")
     st.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     st.set_defaults(func=cmd_store)
 

@@ -42,6 +42,10 @@ __all__ = [
     "Store",
     "StoreFormatError",
     "StoreMeasurement",
+    "StoreInfo",
+    "KeysetInfo",
+    "KeyInfo",
+    "inspect",
     "open",
 ]
 
@@ -185,8 +189,26 @@ class Store:
         self._store.flush()
 
     def rotate(self, *, master_key_file: PathLike | None = None,
-               passphrase: str | bytes | None = None) -> None:
-        """Re-encrypt everything under new keysets, and a new master key if given (atomic)."""
+               passphrase: str | bytes | None = None, lazy: bool = False) -> None:
+        """Re-encrypt everything under new keysets, and a new master key if given (atomic).
+
+        ``lazy=True`` is Tink's key rotation instead: a new primary key is added to the
+        value keyset (the keysets are rewritten at once), nothing is re-encrypted, new
+        values are sealed under the new key and older ones keep opening under theirs (the
+        file then holds a multi-key keyset, which Tink and ESP read). Only the value keyset
+        rotates: ESP finds a name by its deterministic encryption under the key keyset's
+        primary, and each value's associated data is its encrypted name, so a new names
+        key means re-encrypting every entry (``lazy=False``). It cannot change the master
+        key. A keyset keeps at most 32 keys.
+        """
+        if not isinstance(lazy, bool):
+            raise TypeError(f"lazy must be a bool, not {type(lazy).__name__}")
+        if lazy:
+            if master_key_file is not None or passphrase is not None:
+                raise ValueError("rotate(lazy=True) adds a value key under the same master key; "
+                                 "a new master key needs rotate(lazy=False)")
+            self._store.rotate(lazy=True)
+            return
         self._store.rotate(master_key_file=master_key_file, passphrase=passphrase)
 
     def close(self) -> None:
@@ -229,6 +251,127 @@ class Store:
         state = "closed" if self.closed else f"{len(self)} entries"
         kind = "encrypted" if self.options["encrypted"] else "plain"
         return f"<pycipherbench.store.Store {kind} {self.path!r}: {state}>"
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """One key of a keyset, from its plaintext ``keyset_info`` (Tink's ``KeysetInfo.KeyInfo``)."""
+
+    key_id: int
+    type_url: str          #: e.g. ``type.googleapis.com/google.crypto.tink.AesSivKey``
+    status: str            #: ``ENABLED``, ``DISABLED``, ``DESTROYED``
+    output_prefix_type: str  #: ``TINK`` for ESP's keys
+    primary: bool
+
+
+@dataclass(frozen=True)
+class KeysetInfo:
+    """A keyset entry of the file, described without decrypting it.
+
+    ``format``: ``"tink"`` (an ``EncryptedKeyset`` with ``keyset_info``, as Java's Tink
+    writes it on a device and as this store writes it), ``"tink-no-info"`` (an
+    ``EncryptedKeyset`` without the optional ``keyset_info``, as tink-python's binary
+    writer makes it: key ids only show in the entries' prefixes) or ``"pre-tink"`` (the
+    keyset text of releases before Tink's format; opened and rewritten as Tink's on the
+    next write). ``keys`` is empty unless ``format == "tink"``.
+    """
+
+    format: str
+    chars: int
+    primary_key_id: int | None
+    keys: tuple[KeyInfo, ...]
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    """What a store file holds (see :func:`inspect`).
+
+    ``layout``: ``"entries"`` (ESP: keysets, then one encrypted ``<string>`` per entry),
+    ``"file"`` (keysets and one sealed map, ``layout="file"``) or ``"plain"`` (no
+    keysets: SharedPreferences). ``entries`` counts the elements other than the keysets
+    and the sealed map. ``names_by_key_id`` / ``values_by_key_id``: how many entry names
+    and values carry each key id in their Tink prefix ``0x01 || key id`` (the sealed map
+    counts as one value); ``unprefixed_*``: texts that are not Base64 of a prefixed
+    ciphertext (plain names with ``key_encryption="none"``, plain values with
+    ``value_encryption="none"``); ``*_overflow``: prefixed texts beyond the first 64
+    distinct key ids.
+    """
+
+    path: str
+    layout: str
+    file_bytes: int
+    entries: int
+    native_entries: int
+    key_keyset: KeysetInfo | None
+    value_keyset: KeysetInfo | None
+    names_by_key_id: dict[int, int]
+    values_by_key_id: dict[int, int]
+    unprefixed_names: int
+    unprefixed_values: int
+    names_overflow: int
+    values_overflow: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (key ids as decimal strings in the count maps)."""
+        from dataclasses import asdict
+        d = asdict(self)
+        for k in ("names_by_key_id", "values_by_key_id"):
+            d[k] = {str(kid): n for kid, n in d[k].items()}
+        return d
+
+    def describe(self) -> str:
+        """A few lines of text (what ``pycipherbench store inspect`` prints)."""
+        lines = [f"{self.path}: {self.file_bytes} bytes, layout {self.layout!r}, "
+                 f"{self.entries} entries" + (f" ({self.native_entries} native elements)"
+                                              if self.native_entries else "")]
+        for what, ks, counts in (("key keyset (names)", self.key_keyset, self.names_by_key_id),
+                                 ("value keyset (values)", self.value_keyset, self.values_by_key_id)):
+            if ks is None:
+                lines.append(f"  {what}: absent")
+                continue
+            lines.append(f"  {what}: {ks.format}, {ks.chars} hex digits"
+                         + (f", primary {ks.primary_key_id}" if ks.primary_key_id is not None else ""))
+            for k in ks.keys:
+                lines.append(f"    key {k.key_id}{' (primary)' if k.primary else ''}: "
+                             f"{k.type_url.rsplit('.', 1)[-1]} {k.status} {k.output_prefix_type}, "
+                             f"{counts.get(k.key_id, 0)} entries")
+            known = {k.key_id for k in ks.keys}
+            for kid, n in sorted(counts.items()):
+                if kid not in known:
+                    lines.append(f"    key id {kid} (not in keyset_info): {n} entries")
+        if self.unprefixed_names or self.unprefixed_values:
+            lines.append(f"  unprefixed: {self.unprefixed_names} names, "
+                         f"{self.unprefixed_values} values")
+        return "\n".join(lines)
+
+
+def inspect(path: PathLike) -> StoreInfo:
+    """What the store file at ``path`` holds, read without any key.
+
+    Useful on files pulled from a device: the keysets' key ids, type URLs, status and
+    primary (Tink's ``keyset_info`` is stored in the clear), how many entries each key id
+    encrypted, and the file's layout. Nothing is decrypted or written.
+
+    Raises:
+        FileNotFoundError: no such file.
+        StoreFormatError: not SharedPreferences XML, or a keyset that is not a Tink
+            ``EncryptedKeyset``.
+    """
+    raw = _core.store_inspect(path)
+
+    def keyset(d: dict[str, Any] | None) -> KeysetInfo | None:
+        if d is None:
+            return None
+        return KeysetInfo(format=d["format"], chars=d["chars"], primary_key_id=d["primary_key_id"],
+                          keys=tuple(KeyInfo(**k) for k in d["keys"]))
+
+    return StoreInfo(path=os.fspath(path), layout=raw["layout"], file_bytes=raw["file_bytes"],
+                     entries=raw["entries"], native_entries=raw["native_entries"],
+                     key_keyset=keyset(raw["key_keyset"]), value_keyset=keyset(raw["value_keyset"]),
+                     names_by_key_id=raw["names_by_key_id"], values_by_key_id=raw["values_by_key_id"],
+                     unprefixed_names=raw["unprefixed_names"],
+                     unprefixed_values=raw["unprefixed_values"],
+                     names_overflow=raw["names_overflow"], values_overflow=raw["values_overflow"])
 
 
 def open(  # noqa: A001 - the module's verb, as in io.open
@@ -392,7 +535,7 @@ class StoreMeasurement(Record):
 
 
 Workload = Literal["put", "get", "get_missing", "contains", "all", "commit", "apply",
-                   "open_cold", "open_warm", "rotate"]
+                   "open_cold", "open_warm", "rotate", "rotate_lazy"]
 ValueType = Literal["string", "string_set", "int", "long", "float", "bool"]
 
 
@@ -477,7 +620,9 @@ def bench(
     is the time the caller is blocked, ``durable_samples`` the time until
     the background write has landed), ``open_cold`` (no master key yet: key
     generation and keyset creation), ``open_warm`` (open and load every
-    entry), ``rotate`` (re-encrypt everything). Keys and string values are
+    entry), ``rotate`` (re-encrypt everything), ``rotate_lazy`` (``rotate(lazy=True)``:
+    a new primary value key, the keysets rewritten, nothing re-encrypted; every 31st
+    is preceded by an untimed full rotation, as a keyset holds at most 32 keys). Keys and string values are
     random ``[A-Za-z0-9]`` text of ``key_len``/``value_len`` characters, read in
     a random order. ``ns_per_op`` is per operation; the
     :class:`StoreMeasurement` also holds the parameters, the stage breakdown

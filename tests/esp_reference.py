@@ -16,8 +16,15 @@ spec (/tmp/pcb_store_spec.md, issue 3) and checked against the public sources:
   ``=`` padding, NO_WRAP).
 * Android ``FastXmlSerializer`` / ``XmlUtils.writeMapXml`` for the XML layout and escaping.
 
-The keyset encoding is the spec's own simplification (not Tink's EncryptedKeyset protobuf):
-lowercase hex of ``nonce(12) || AES-256-GCM(master, key_id(4, BE) || raw key, AD empty) || tag``.
+The keysets are what Tink's ``AndroidKeysetManager`` / ``SharedPrefKeysetWriter`` store:
+lowercase hex of a serialized ``EncryptedKeyset`` (proto/tink.proto: ``encrypted_keyset = 2``,
+``keyset_info = 3``) whose ``encrypted_keyset`` is the master key's ``AndroidKeystoreAesGcm``
+output ``IV(12) || AES-256-GCM(serialized Keyset, AD empty) || tag(16)``; the ``Keyset``
+(``primary_key_id = 1``, ``key = 2``: ``key_data = 1`` {``type_url = 1``, ``value = 2``,
+``key_material_type = 3``}, ``status = 2``, ``key_id = 3``, ``output_prefix_type = 4``) holds
+``AesSivKey`` {version = 1, key_value = 2}, ``AesGcmKey`` {version = 1, key_value = 3} or
+``ChaCha20Poly1305Key`` {version = 1, key_value = 2}. The protobuf wire format is coded here
+by hand (no protobuf package), from the .proto files.
 
 Public functions
 ----------------
@@ -342,33 +349,165 @@ def check_layout(path) -> None:
 # Keysets
 # ---------------------------------------------------------------------------
 
+TYPE_URL_PREFIX = "type.googleapis.com/google.crypto.tink."
+AES_SIV_URL = TYPE_URL_PREFIX + "AesSivKey"
+AES_GCM_URL = TYPE_URL_PREFIX + "AesGcmKey"
+CHACHA_URL = TYPE_URL_PREFIX + "ChaCha20Poly1305Key"
+KEY_VALUE_FIELD = {AES_SIV_URL: 2, AES_GCM_URL: 3, CHACHA_URL: 2}  # in each key proto
+ENABLED, TINK, SYMMETRIC = 1, 1, 1
+
+
 @dataclass
 class Keysets:
+    """The primaries (key id and key) and every enabled key of each keyset (id -> key)."""
     siv_key_id: int | None
     siv_key: bytes | None
     value_key_id: int | None
     value_key: bytes | None
+    siv_keys: dict | None = None
+    value_keys: dict | None = None
 
 
-def seal_keyset(master_key: bytes, key_id: int, raw_key: bytes, nonce: bytes | None = None) -> str:
-    """Lowercase hex of nonce || AES-256-GCM(master, key_id (4 BE) || raw key, AD empty) || tag."""
+def _pb_varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _pb_uint(field: int, v: int) -> bytes:
+    return b"" if v == 0 else _pb_varint(field << 3) + _pb_varint(v)  # proto3: no defaults
+
+
+def _pb_bytes(field: int, data: bytes) -> bytes:
+    return _pb_varint(field << 3 | 2) + _pb_varint(len(data)) + data
+
+
+def _pb_fields(data: bytes, where: str) -> list[tuple[int, int, object]]:
+    """(field number, wire type, int or bytes) for each field; only wire types 0 and 2."""
+    out, i = [], 0
+
+    def varint() -> int:
+        nonlocal i
+        v = shift = 0
+        while True:
+            if i >= len(data) or shift > 63:
+                raise ReferenceFormatError(f"{where}: bad varint")
+            b = data[i]
+            i += 1
+            v |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return v
+
+    while i < len(data):
+        tag = varint()
+        field, wt = tag >> 3, tag & 7
+        if wt == 0:
+            out.append((field, wt, varint()))
+        elif wt == 2:
+            n = varint()
+            if i + n > len(data):
+                raise ReferenceFormatError(f"{where}: field {field} runs past the end")
+            out.append((field, wt, data[i:i + n]))
+            i += n
+        else:
+            raise ReferenceFormatError(f"{where}: field {field} has wire type {wt}")
+    return out
+
+
+def _pb_message(data: bytes, where: str, schema: dict, repeated=()) -> dict:
+    """Fields by name; schema: number -> (name, wire type); unknown or repeated singular
+    fields are errors."""
+    msg: dict = {name: [] for num, (name, _) in schema.items() if num in repeated}
+    for field, wt, v in _pb_fields(data, where):
+        if field not in schema or schema[field][1] != wt:
+            raise ReferenceFormatError(f"{where}: unexpected field {field} (wire type {wt})")
+        name = schema[field][0]
+        if field in repeated:
+            msg[name].append(v)
+        elif name in msg:
+            raise ReferenceFormatError(f"{where}: field {name} appears twice")
+        else:
+            msg[name] = v
+    return msg
+
+
+def keyset_bytes(keys: list[tuple[int, str, bytes]], primary: int) -> bytes:
+    """A serialized Keyset: (key id, type URL, raw key) each ENABLED, TINK, SYMMETRIC."""
+    out = _pb_uint(1, primary)
+    for kid, url, raw in keys:
+        key_proto = _pb_bytes(KEY_VALUE_FIELD[url], raw)  # version 0: not written
+        key_data = _pb_bytes(1, url.encode()) + _pb_bytes(2, key_proto) + _pb_uint(3, SYMMETRIC)
+        out += _pb_bytes(2, _pb_bytes(1, key_data) + _pb_uint(2, ENABLED) + _pb_uint(3, kid)
+                         + _pb_uint(4, TINK))
+    return out
+
+
+def keyset_info_bytes(keys: list[tuple[int, str, bytes]], primary: int) -> bytes:
+    out = _pb_uint(1, primary)
+    for kid, url, _ in keys:
+        out += _pb_bytes(2, _pb_bytes(1, url.encode()) + _pb_uint(2, ENABLED) + _pb_uint(3, kid)
+                         + _pb_uint(4, TINK))
+    return out
+
+
+def seal_keyset(master_key: bytes, key_id: int, raw_key: bytes, nonce: bytes | None = None, *,
+                type_url: str | None = None, more_keys=()) -> str:
+    """Lowercase hex of an EncryptedKeyset; key_id is the primary; more_keys: further
+    (key id, type URL, raw key) entries. The type URL defaults from the key length."""
+    url = type_url or (AES_SIV_URL if len(raw_key) == SIV_KEY_LEN else AES_GCM_URL)
+    keys = [(key_id, url, raw_key), *more_keys]
     nonce = os.urandom(NONCE_LEN) if nonce is None else nonce
-    ct = AESGCM(master_key).encrypt(nonce, struct.pack(">I", key_id) + raw_key, None)
-    return (nonce + ct).hex()
+    sealed = nonce + AESGCM(master_key).encrypt(nonce, keyset_bytes(keys, key_id), b"")
+    return (_pb_bytes(2, sealed) + _pb_bytes(3, keyset_info_bytes(keys, key_id))).hex()
+
+
+def open_keyset_all(master_key: bytes, text: str, where: str) -> tuple[int, dict]:
+    """(primary key id, {key id: (type URL, raw key)} of the enabled keys)."""
+    if not re.fullmatch(r"[0-9a-f]*", text):
+        raise ReferenceFormatError(f"{where}: keyset is not lowercase hex")
+    enc = _pb_message(bytes.fromhex(text), where, {2: ("encrypted_keyset", 2),
+                                                    3: ("keyset_info", 2)})
+    blob = enc.get("encrypted_keyset")
+    if blob is None or len(blob) < NONCE_LEN + AEAD_TAG_LEN:
+        raise ReferenceFormatError(f"{where}: no encrypted_keyset")
+    try:
+        plain = AESGCM(master_key).decrypt(blob[:NONCE_LEN], blob[NONCE_LEN:], b"")
+    except InvalidTag:
+        raise ReferenceAuthError(f"{where}: keyset does not decrypt (wrong master key or tampered)") from None
+    ks = _pb_message(plain, where, {1: ("primary", 0), 2: ("key", 2)}, repeated=(2,))
+    keys = {}
+    for raw in ks["key"]:
+        k = _pb_message(raw, where, {1: ("key_data", 2), 2: ("status", 0), 3: ("key_id", 0),
+                                     4: ("prefix", 0)})
+        kd = _pb_message(k.get("key_data", b""), where, {1: ("url", 2), 2: ("value", 2),
+                                                          3: ("material", 0)})
+        url = kd.get("url", b"").decode()
+        if url not in KEY_VALUE_FIELD:
+            raise ReferenceFormatError(f"{where}: unknown key type {url!r}")
+        kp = _pb_message(kd.get("value", b""), where, {1: ("version", 0),
+                                                        KEY_VALUE_FIELD[url]: ("key", 2)})
+        if k.get("prefix") != TINK or kp.get("version", 0) != 0:
+            raise ReferenceFormatError(f"{where}: key {k.get('key_id', 0)} is not a TINK v0 key")
+        if k.get("status") == ENABLED:
+            keys[k.get("key_id", 0)] = (url, kp.get("key", b""))
+    primary = ks.get("primary", 0)
+    if primary not in keys:
+        raise ReferenceFormatError(f"{where}: the primary key {primary} is not an enabled key")
+    return primary, keys
 
 
 def open_keyset(master_key: bytes, text: str, key_len: int, where: str) -> tuple[int, bytes]:
-    if not re.fullmatch(r"[0-9a-f]*", text):
-        raise ReferenceFormatError(f"{where}: keyset is not lowercase hex")
-    blob = bytes.fromhex(text)
-    expected = NONCE_LEN + 4 + key_len + AEAD_TAG_LEN
-    if len(blob) != expected:
-        raise ReferenceFormatError(f"{where}: keyset is {len(blob)} bytes, expected {expected}")
-    try:
-        plain = AESGCM(master_key).decrypt(blob[:NONCE_LEN], blob[NONCE_LEN:], None)
-    except InvalidTag:
-        raise ReferenceAuthError(f"{where}: keyset does not decrypt (wrong master key or tampered)") from None
-    return struct.unpack(">I", plain[:4])[0], plain[4:]
+    """The primary's (key id, raw key), checked to be key_len bytes."""
+    primary, keys = open_keyset_all(master_key, text, where)
+    raw = keys[primary][1]
+    if len(raw) != key_len:
+        raise ReferenceFormatError(f"{where}: key is {len(raw)} bytes, expected {key_len}")
+    return primary, raw
 
 
 def read_keysets(path, master_key: bytes, *, key_encryption="siv", value_encryption="gcm",
@@ -383,14 +522,27 @@ def read_keysets(path, master_key: bytes, *, key_encryption="siv", value_encrypt
     if needs_siv or KEY_KEYSET_NAME in stored:
         if KEY_KEYSET_NAME not in stored:
             raise ReferenceFormatError(f"{path}: no {KEY_KEYSET_NAME}")
+        where = f"{path}: {KEY_KEYSET_NAME}"
         ks.siv_key_id, ks.siv_key = open_keyset(master_key, stored[KEY_KEYSET_NAME], SIV_KEY_LEN,
-                                                f"{path}: {KEY_KEYSET_NAME}")
+                                                where)
+        ks.siv_keys = _keys_of(master_key, stored[KEY_KEYSET_NAME], where, {AES_SIV_URL})
     if value_encryption != "none" or VALUE_KEYSET_NAME in stored:
         if VALUE_KEYSET_NAME not in stored:
             raise ReferenceFormatError(f"{path}: no {VALUE_KEYSET_NAME}")
+        where = f"{path}: {VALUE_KEYSET_NAME}"
         ks.value_key_id, ks.value_key = open_keyset(master_key, stored[VALUE_KEYSET_NAME],
-                                                    VALUE_KEY_LEN, f"{path}: {VALUE_KEYSET_NAME}")
+                                                    VALUE_KEY_LEN, where)
+        want = {CHACHA_URL} if value_encryption == "chacha20-poly1305" else {AES_GCM_URL}
+        ks.value_keys = _keys_of(master_key, stored[VALUE_KEYSET_NAME], where, want)
     return ks
+
+
+def _keys_of(master_key: bytes, text: str, where: str, urls: set) -> dict:
+    _, keys = open_keyset_all(master_key, text, where)
+    for kid, (url, _) in keys.items():
+        if url not in urls:
+            raise ReferenceFormatError(f"{where}: key {kid} is a {url}, expected {sorted(urls)}")
+    return {kid: raw for kid, (_, raw) in keys.items()}
 
 
 def _check_options(key_encryption, value_encryption):
@@ -415,14 +567,18 @@ def encrypt_name(siv_key: bytes, key_id: int, sname: str, key: str) -> str:
     return b64encode(bytes([TINK_PREFIX_BYTE]) + struct.pack(">I", key_id) + body)
 
 
-def decrypt_name(siv_key: bytes, key_id: int, sname: str, text: str, where: str) -> str:
+def decrypt_name(siv_key: bytes, key_id: int, sname: str, text: str, where: str,
+                 others: dict | None = None) -> str:
+    """others: the keyset's other enabled keys (key id -> raw key), as Tink tries them."""
     raw = b64decode_strict(text, where)
     if len(raw) < PREFIX_LEN + SIV_TAG_LEN:
         raise ReferenceFormatError(f"{where}: encrypted name is only {len(raw)} bytes")
     if raw[0] != TINK_PREFIX_BYTE:
         raise ReferenceFormatError(f"{where}: name prefix byte {raw[0]:#04x}, expected 0x01")
     kid = struct.unpack(">I", raw[1:5])[0]
-    if kid != key_id:
+    if kid != key_id and kid in (others or {}):
+        siv_key = others[kid]
+    elif kid != key_id:
         raise ReferenceFormatError(f"{where}: name key id {kid:#010x}, keyset has {key_id:#010x}")
     try:
         plain = AESSIV(siv_key).decrypt(raw[PREFIX_LEN:], [sname.encode("utf-8")])
@@ -441,14 +597,18 @@ def encrypt_value(aead, key_id: int, plain: bytes, ad: bytes, nonce: bytes | Non
     return b64encode(bytes([TINK_PREFIX_BYTE]) + struct.pack(">I", key_id) + body)
 
 
-def decrypt_value(aead, key_id: int, text: str, ad: bytes, where: str) -> bytes:
+def decrypt_value(aead, key_id: int, text: str, ad: bytes, where: str,
+                  others: dict | None = None) -> bytes:
+    """others: the keyset's other enabled keys (key id -> AEAD object)."""
     raw = b64decode_strict(text, where)
     if len(raw) < PREFIX_LEN + NONCE_LEN + AEAD_TAG_LEN:
         raise ReferenceFormatError(f"{where}: encrypted value is only {len(raw)} bytes")
     if raw[0] != TINK_PREFIX_BYTE:
         raise ReferenceFormatError(f"{where}: value prefix byte {raw[0]:#04x}, expected 0x01")
     kid = struct.unpack(">I", raw[1:5])[0]
-    if kid != key_id:
+    if kid != key_id and kid in (others or {}):
+        aead = others[kid]
+    elif kid != key_id:
         raise ReferenceFormatError(f"{where}: value key id {kid:#010x}, keyset has {key_id:#010x}")
     nonce = raw[PREFIX_LEN:PREFIX_LEN + NONCE_LEN]
     try:
@@ -468,6 +628,8 @@ def read_store_typed(path, master_key: bytes, *, key_encryption="siv", value_enc
                       value_encryption=value_encryption, layout=layout)
     sname = store_name(path)
     aead = _value_aead(value_encryption, ks.value_key) if value_encryption != "none" else None
+    other_aeads = {kid: _value_aead(value_encryption, raw) for kid, raw in (ks.value_keys or {}).items()
+                   if aead is not None}
     entries = [(n, t) for n, t in raw_entries(path) if n not in RESERVED_NAMES]
 
     if layout == "file":
@@ -486,7 +648,7 @@ def read_store_typed(path, master_key: bytes, *, key_encryption="siv", value_enc
     for name_text, value_text in entries:
         where = f"{path}: entry {name_text[:40]!r}"
         if key_encryption == "siv":
-            key = decrypt_name(ks.siv_key, ks.siv_key_id, sname, name_text, where)
+            key = decrypt_name(ks.siv_key, ks.siv_key_id, sname, name_text, where, ks.siv_keys)
         else:
             key = name_text
         if key in out:
@@ -495,7 +657,7 @@ def read_store_typed(path, master_key: bytes, *, key_encryption="siv", value_enc
         if aead is None:
             plain = b64decode_strict(value_text, where)
         else:
-            plain = decrypt_value(aead, ks.value_key_id, value_text, ad, where)
+            plain = decrypt_value(aead, ks.value_key_id, value_text, ad, where, other_aeads)
         out[key] = decode_typed(plain, where)
     return out
 
@@ -523,7 +685,8 @@ def write_store(path, master_key: bytes, entries: dict, *, key_id_siv: int | Non
     if key_encryption == "siv" and layout == "entries":
         pairs.append((KEY_KEYSET_NAME, seal_keyset(master_key, kid_siv, siv_key)))
     if value_encryption != "none":
-        pairs.append((VALUE_KEYSET_NAME, seal_keyset(master_key, kid_val, value_key)))
+        url = CHACHA_URL if value_encryption == "chacha20-poly1305" else AES_GCM_URL
+        pairs.append((VALUE_KEYSET_NAME, seal_keyset(master_key, kid_val, value_key, type_url=url)))
 
     def seal(plain: bytes, ad: bytes) -> str:
         return b64encode(plain) if aead is None else encrypt_value(aead, kid_val, plain, ad)

@@ -1085,7 +1085,7 @@ def test_plain_store_refuses_keys(tmp_path, mk):
 # ------------------------------------------------------------------------------ 8. bench
 
 WORKLOADS = ["put", "get", "get_missing", "contains", "all", "commit", "apply", "open_cold",
-             "open_warm", "rotate"]
+             "open_warm", "rotate", "rotate_lazy"]
 TINY = dict(n_keys=50, min_time=0.001, repeats=2, warmup=0)
 
 

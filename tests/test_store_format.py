@@ -414,8 +414,15 @@ def test_e_chacha_file_is_not_gcm(tmp_path, master):
     path = tmp_path / "chacha.xml"
     with open_store(path, kf, value_encryption="chacha20-poly1305") as s:
         s.edit().put_string("a", "b").commit()
+    with pytest.raises(ref.ReferenceFormatError, match="ChaCha20Poly1305Key"):
+        ref.read_store(path, key)  # the keyset's type URL says which AEAD it is
+    # and the key really is a ChaCha20-Poly1305 key: AES-GCM under it does not authenticate
+    ks = ref.read_keysets(path, key, value_encryption="chacha20-poly1305")
+    gcm = ref._value_aead("gcm", ks.value_key)
+    name_text, value_text = [e for e in ref.raw_entries(path) if e[0] not in ref.RESERVED_NAMES][0]
     with pytest.raises(ref.ReferenceAuthError):
-        ref.read_store(path, key)
+        ref.decrypt_value(gcm, ks.value_key_id, value_text, name_text.encode(), "t")
+    assert ref.read_store(path, key, value_encryption="chacha20-poly1305") == {"a": "b"}
 
 
 # ---------------------------------------------------------------------------

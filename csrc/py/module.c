@@ -179,7 +179,8 @@ static int exec_kernel_types(PyObject *module)
 static int exec_functions(PyObject *module)
 {
     if (PyModule_AddFunctions(module, pcb_cipher_functions) < 0
-        || PyModule_AddFunctions(module, pcb_store_bench_functions) < 0)
+        || PyModule_AddFunctions(module, pcb_store_bench_functions) < 0
+        || PyModule_AddFunctions(module, pcb_inspect_functions) < 0)
         return -1;
     return 0;
 }

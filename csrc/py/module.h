@@ -57,6 +57,9 @@ int pcb_store_options_arg(int encrypted, const char *key_encryption,
                           const char *value_encryption, const char *layout, int cache,
                           int faithful, pcb_store_options *opt);
 
+/* inspect_py.c: store_inspect. */
+extern PyMethodDef pcb_inspect_functions[];
+
 /* store_bench_py.c: check_store_bench, and the StoreKernel type (created
  * into ms, added to the module; 0 or -1). */
 extern PyMethodDef pcb_store_bench_functions[];

@@ -68,8 +68,14 @@ static int bench_parse(PyObject *args, PyObject *kwargs, bench_args *a)
                         "n_keys x (key_len + value_len) must stay under 4 GB of entries");
         return 0;
     }
-    if (!encrypted && (wl == PCB_WL_ROTATE)) {
+    if (!encrypted && (wl == PCB_WL_ROTATE || wl == PCB_WL_ROTATE_LAZY)) {
         PyErr_SetString(PyExc_ValueError, "rotate needs an encrypted store");
+        return 0;
+    }
+    if (wl == PCB_WL_ROTATE_LAZY && p->opt.value_enc == PCB_VALENC_NONE
+        && p->opt.layout == PCB_LAYOUT_ENTRIES) {
+        PyErr_SetString(PyExc_ValueError, "rotate_lazy adds a value key: it needs "
+                        "value_encryption other than 'none' (or layout='file')");
         return 0;
     }
     if (!encrypted && passphrase) {

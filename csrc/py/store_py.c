@@ -469,17 +469,21 @@ static PyObject *Store_close(StoreObject *so, PyObject *Py_UNUSED(ignored))
 
 static PyObject *Store_rotate(StoreObject *so, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"master_key_file", "passphrase", "scrypt_n", NULL};
+    static char *kwlist[] = {"master_key_file", "passphrase", "scrypt_n", "lazy", NULL};
     PyObject *mk_obj = Py_None, *pw_obj = Py_None, *mk = NULL, *scrypt_obj = NULL;
     uint64_t scrypt_n = 0;
     pcb_store_options opt;
     pcb_status st = {0};
-    int ok;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOO:rotate", kwlist, &mk_obj, &pw_obj, &scrypt_obj)
+    int ok, lazy = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOp:rotate", kwlist, &mk_obj, &pw_obj,
+                                     &scrypt_obj, &lazy)
         || !scrypt_arg(scrypt_obj, &scrypt_n))
         return NULL;
     if (mk_obj != Py_None && pw_obj != Py_None)
         return PyErr_Format(PyExc_ValueError, "rotate takes at most one of master_key_file= and passphrase=");
+    if (lazy && (mk_obj != Py_None || pw_obj != Py_None))
+        return PyErr_Format(PyExc_ValueError, "rotate(lazy=True) adds a value key under the same "
+                            "master key; a new master key needs rotate(lazy=False)");
     memset(&opt, 0, sizeof opt);
     if (!passphrase_arg(pw_obj, &opt.passphrase, &opt.passphrase_len) || !key_file_arg(mk_obj, &mk))
         return NULL;
@@ -491,7 +495,7 @@ static PyObject *Store_rotate(StoreObject *so, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
-    ok = pcb_store_rotate(s, &opt, &st);
+    ok = lazy ? pcb_store_rotate_lazy(s, &st) : pcb_store_rotate(s, &opt, &st);
     Py_END_ALLOW_THREADS
     release(so);
     Py_XDECREF(mk);
@@ -565,8 +569,9 @@ static PyMethodDef Store_methods[] = {
     {"close", (PyCFunction)Store_close, METH_NOARGS,
      "close() -> None\n\nFlush, wipe the keys and release the store."},
     {"rotate", (PyCFunction)(void (*)(void))Store_rotate, METH_VARARGS | METH_KEYWORDS,
-     "rotate(*, master_key_file=None, passphrase=None, scrypt_n=0) -> None\n\n"
-     "Re-encrypt every entry under new keysets (and a new master key if given), atomically."},
+     "rotate(*, master_key_file=None, passphrase=None, scrypt_n=0, lazy=False) -> None\n\n"
+     "Re-encrypt every entry under new keysets (and a new master key if given), atomically; "
+     "lazy=True: add a new primary value key, re-encrypt nothing."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,6 +14,7 @@
 #include "common/mem.h"
 #include "format/b64.h"
 #include "format/value.h"
+#include "store/keyset.h"
 
 /* ------------------------------------------------------------- choosing */
 
@@ -157,14 +158,14 @@ static void append_stored(pcb_store *s, pcb_buf *out, const uint8_t *blob, size_
 }
 
 /* The S2V state after the store name: folded in once at keying, or (per-call
- * set-up, as Tink) from a fresh key schedule every call. */
-static int s2v_start(pcb_store *s, uint8_t d[16])
+ * set-up, as Tink, or a non-primary key other_key) from a fresh key schedule. */
+static int s2v_start(pcb_store *s, const uint8_t *other_key, uint8_t d[16])
 {
-    if (!s->codec.per_call_setup) {
+    if (!s->codec.per_call_setup && other_key == NULL) {
         memcpy(d, s->s2v_store, 16);
         return 1;
     }
-    if (!pcb_siv_set_key(&s->siv, s->siv_key, SIV_KEY_LEN))
+    if (!pcb_siv_set_key(&s->siv, other_key ? other_key : s->siv_key, SIV_KEY_LEN))
         return 0;
     memcpy(d, s->siv.d0, 16);
     return pcb_s2v_add(&s->siv, d, (const uint8_t *)s->store_name, s->store_name_len);
@@ -187,7 +188,7 @@ int pcb_codec_name(pcb_store *s, const char *name, size_t len, pcb_buf *out, pcb
         return pcb_oom(st);
     blob[0] = 0x01;
     memcpy(blob + 1, s->siv_kid, 4);
-    int ok = s2v_start(s, d)
+    int ok = s2v_start(s, NULL, d)
              && pcb_siv_encrypt(&s->siv, d, (const uint8_t *)name, len, blob + PREFIX_LEN);
     STAGE_END(s, PCB_STAGE_SIV);
     if (ok)
@@ -262,7 +263,11 @@ int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_st
         return entry_error(s, r, ": the name is not valid Base64 (corrupted)" UNREACHABLE, st);
     }
     int ok = 1;
-    if (nl < PREFIX_LEN + 16 || n[0] != 0x01 || memcmp(n + 1, s->siv_kid, 4) != 0) {
+    /* A key of the keyset other than the primary (a rotated keyset, as Tink
+     * decrypts with any enabled key its prefix names). */
+    const pcb_tink_key *other = nl >= PREFIX_LEN && n[0] == 0x01 && memcmp(n + 1, s->siv_kid, 4)
+                                ? pcb_keyset_find(&s->keyset[PCB_KS_KEY], n + 1) : NULL;
+    if (nl < PREFIX_LEN + 16 || n[0] != 0x01 || (!other && memcmp(n + 1, s->siv_kid, 4) != 0)) {
         ok = entry_error(s, r, ": the name is not sealed by this store's key keyset (wrong "
                          "prefix, key id or length)" UNREACHABLE, st);
     } else {
@@ -271,7 +276,7 @@ int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_st
         int rc = -1;
         if (p == NULL)
             ok = pcb_oom(st);
-        else if (!s2v_start(s, d))
+        else if (!s2v_start(s, other ? other->key_value : NULL, d))
             ok = pcb_fail_openssl(st, "AES-SIV");
         else
             rc = pcb_siv_decrypt(&s->siv, d, n + PREFIX_LEN, nl - PREFIX_LEN, (uint8_t *)p);
@@ -282,6 +287,8 @@ int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_st
         else if (ok)
             out->len = nl - PREFIX_LEN - 16;
     }
+    if (other && !pcb_siv_set_key(&s->siv, s->siv_key, SIV_KEY_LEN) && ok) /* the primary back */
+        ok = pcb_fail_openssl(st, "AES-SIV key setup");
     free(decoded);
     return ok;
 }
@@ -343,7 +350,10 @@ int pcb_codec_seal_value(pcb_store *s, const uint8_t *aad, size_t aad_len, const
 static int open_blob(pcb_store *s, const rec_header *r, const uint8_t *aad, size_t aad_len,
                      const uint8_t *v, size_t vl, pcb_buf *out, pcb_status *st)
 {
-    if (vl < PREFIX_LEN + NONCE_LEN + TAG_LEN || v[0] != 0x01 || memcmp(v + 1, s->value_kid, 4) != 0)
+    const pcb_tink_key *other = vl >= PREFIX_LEN && v[0] == 0x01 && memcmp(v + 1, s->value_kid, 4)
+                                ? pcb_keyset_find(&s->keyset[PCB_KS_VALUE], v + 1) : NULL;
+    if (vl < PREFIX_LEN + NONCE_LEN + TAG_LEN || v[0] != 0x01
+        || (!other && memcmp(v + 1, s->value_kid, 4) != 0))
         return entry_error(s, r, ": the value is not sealed by this store's value keyset "
                            "(wrong prefix, key id or length)", st);
     size_t body = vl - PREFIX_LEN - NONCE_LEN - TAG_LEN;
@@ -351,8 +361,11 @@ static int open_blob(pcb_store *s, const rec_header *r, const uint8_t *aad, size
     if (p == NULL)
         return pcb_oom(st);
     STAGE_BEGIN(s);
-    int rc = pcb_store_unseal(s->value.dec, s->codec.per_call_setup ? s->value_key : NULL, aad,
-                              aad_len, v + PREFIX_LEN, vl - PREFIX_LEN, p, st);
+    const uint8_t *key = other ? other->key_value : s->codec.per_call_setup ? s->value_key : NULL;
+    int rc = pcb_store_unseal(s->value.dec, key, aad, aad_len, v + PREFIX_LEN, vl - PREFIX_LEN, p,
+                              st);
+    if (other && !EVP_DecryptInit_ex2(s->value.dec, NULL, s->value_key, NULL, NULL)) /* the primary back */
+        rc = pcb_fail_openssl(st, "AEAD key setup") - 1;
     STAGE_END(s, PCB_STAGE_AEAD);
     if (rc < 0)
         return 0;

@@ -11,11 +11,14 @@
  *              opened and described (codec.h)
  *   keys.c     the master key (key file or scrypt), keysets sealed and
  *              opened, the entry crypto contexts (keys.h)
+ *   keyset.c   the keysets as Tink writes them (EncryptedKeyset, Keyset),
+ *              fresh keys, keys found by id (keyset.h)
  *   persist.c  the file's bytes for the map (serialize) and the map from
  *              the file's bytes (load) (persist.h)
  *   store.c    open, close, flush, reads, accounting (store.h)
  *   commit.c   editors, commit and apply, the background writer (store.h)
  *   rotate.c   key rotation (store.h)
+ *   rotate_lazy.c  lazy rotation: a new primary value key (store.h)
  *   bench.c    the timed workloads (bench.h)
  *
  * Locking: `lock` guards the map, the keys, the crypto contexts, the
@@ -34,6 +37,7 @@
 #include "common/timing.h"
 #include "crypto/evp.h"
 #include "crypto/siv.h"
+#include "format/tinkpb.h"
 #include "store/map.h"
 #include "store/store.h"
 
@@ -122,7 +126,8 @@ struct pcb_store {
     int kdf_state; /* keys.c: PCB_KDF_*, whether the .scrypt file's tag verified at open */
     pcb_buf keyset_text[2]; /* the sealed keysets as written: sealed once, not per commit */
     uint8_t siv_key[SIV_KEY_LEN], value_key[VALUE_KEY_LEN];
-    uint8_t siv_kid[4], value_kid[4];
+    uint8_t siv_kid[4], value_kid[4]; /* the primaries' ids, big-endian as in a prefix */
+    pcb_tink_keyset keyset[2]; /* [0] key, [1] value: every key (the primary copied above) */
     uint64_t key_gen; /* bumped by rotate: editors re-encrypt their puts */
     pcb_siv siv;
     int siv_ready;

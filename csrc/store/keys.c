@@ -18,6 +18,7 @@
 
 #include "store/codec.h"
 #include "store/fileio.h"
+#include "store/keyset.h"
 
 /* ------------------------------------------------------------ master key */
 
@@ -408,45 +409,21 @@ static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MAST
 }
 
 
-/* hex(nonce || GCM(master, kid || key) || tag) into out (reset). */
-static int seal_keyset(pcb_store *s, const uint8_t kid[4], const uint8_t *key, size_t key_len,
-                       pcb_buf *out, pcb_status *st)
+/* The file's text of keyset `which` (Tink's EncryptedKeyset, see keyset.h)
+ * into out (reset). */
+static int seal_keyset(pcb_store *s, int which, pcb_buf *out, pcb_status *st)
 {
-    uint8_t pt[4 + SIV_KEY_LEN], sealed[NONCE_LEN + 4 + SIV_KEY_LEN + TAG_LEN], nonce[NONCE_LEN];
-    size_t sl = NONCE_LEN + 4 + key_len + TAG_LEN;
-    memcpy(pt, kid, 4);
-    memcpy(pt + 4, key, key_len);
-    int ok = RAND_bytes_ex(s->libctx, nonce, NONCE_LEN, 0) == 1
-             && pcb_store_seal(s->master_ctx.enc, NULL, nonce, NULL, 0, pt, 4 + key_len, sealed, st);
-    OPENSSL_cleanse(pt, sizeof pt);
-    if (!ok)
-        return st->code ? 0 : pcb_fail_openssl(st, "sealing a keyset");
-    out->len = 0;
-    char *p = pcb_buf_reserve(out, 2 * sl);
-    if (p == NULL)
-        return pcb_oom(st);
-    hex_encode(sealed, sl, p);
-    out->len = 2 * sl;
-    return 1;
+    return pcb_keyset_seal(s, which, out, st);
 }
 
-/* Returns 1 ok, 0 not authentic, -1 malformed or OpenSSL failure (st set). */
-static int open_keyset(pcb_store *s, const char *hex, size_t hex_len, uint8_t kid[4],
-                       uint8_t *key, size_t key_len, pcb_status *st)
+/* Opens keyset `which` from the file's text and makes its primary the
+ * store's key. Returns 1 ok, 2 ok from an earlier release's text, 0 not
+ * authentic, -1 malformed, unfit or OpenSSL failure (st set). */
+static int open_keyset(pcb_store *s, int which, const char *hex, size_t hex_len, pcb_status *st)
 {
-    uint8_t sealed[NONCE_LEN + 4 + SIV_KEY_LEN + TAG_LEN], pt[4 + SIV_KEY_LEN];
-    size_t sl = NONCE_LEN + 4 + key_len + TAG_LEN;
-    if (hex_len != 2 * sl || !hex_decode(hex, hex_len, sealed)) {
-        pcb_fail(st, PCB_E_DECRYPT, "%s: a keyset entry is malformed (expected %zu hex digits)",
-                 s->path, 2 * sl);
-        return -1;
-    }
-    int rc = pcb_store_unseal(s->master_ctx.dec, NULL, NULL, 0, sealed, sl, pt, st);
-    if (rc == 1) {
-        memcpy(kid, pt, 4);
-        memcpy(key, pt + 4, key_len);
-    }
-    OPENSSL_cleanse(pt, sizeof pt);
+    int rc = pcb_keyset_open(s, which, hex, hex_len, st);
+    if (rc >= 1)
+        pcb_keyset_use_primary(s, which);
     return rc;
 }
 
@@ -477,25 +454,19 @@ int pcb_keys_contexts(pcb_store *s, pcb_status *st)
 }
 
 
-/* Fresh keysets, sealed under the current master key. */
+/* Fresh keysets (one key each), sealed under the current master key. */
 int pcb_keys_new(pcb_store *s, pcb_status *st)
 {
-    if (RAND_priv_bytes_ex(s->libctx, s->siv_key, SIV_KEY_LEN, 0) != 1
-        || RAND_priv_bytes_ex(s->libctx, s->value_key, VALUE_KEY_LEN, 0) != 1
-        || RAND_bytes_ex(s->libctx, s->siv_kid, 4, 0) != 1
-        || RAND_bytes_ex(s->libctx, s->value_kid, 4, 0) != 1)
-        return pcb_fail_openssl(st, "generating keysets");
+    if (!pcb_keyset_fresh(s, PCB_KS_KEY, 1, st) || !pcb_keyset_fresh(s, PCB_KS_VALUE, 1, st))
+        return 0;
     s->key_gen++;
     s->keyset_text[0].len = s->keyset_text[1].len = 0;
-    if (s->codec.key_keyset && !seal_keyset(s, s->siv_kid, s->siv_key, SIV_KEY_LEN, &s->keyset_text[0], st))
+    if (s->codec.key_keyset && !seal_keyset(s, PCB_KS_KEY, &s->keyset_text[0], st))
         return 0;
-    if (s->codec.value_keyset
-        && !seal_keyset(s, s->value_kid, s->value_key, VALUE_KEY_LEN, &s->keyset_text[1], st))
+    if (s->codec.value_keyset && !seal_keyset(s, PCB_KS_VALUE, &s->keyset_text[1], st))
         return 0;
     return pcb_keys_contexts(s, st);
 }
-
-
 
 int pcb_keys_load_master(pcb_store *s, int may_create, int *created, pcb_status *st)
 {
@@ -529,6 +500,13 @@ int pcb_keys_check_present(pcb_store *s, const pcb_keyset_text *k, int file_has_
                             have[i] ? "has" : "lacks", i ? "value" : "key",
                             i ? (need[1] ? "value encryption" : "value_encryption='none'")
                               : (need[0] ? "key_encryption='siv'" : "key_encryption='none'"));
+    for (int i = 0; i < 2; i++) { /* keyset_info is in the clear: checked before any key */
+        pcb_tink_keyset info;
+        char err[200];
+        int rc = have[i] ? pcb_keyset_info(k->hex[i], k->len[i], &info, err, sizeof err) : 0;
+        if (rc > 0 && !pcb_keyset_check(s, i, &info, 0, st))
+            return 0;
+    }
     return 1;
 }
 
@@ -559,17 +537,19 @@ int pcb_keys_load(pcb_store *s, const pcb_keyset_text *k, int *created, pcb_stat
     }
     int rc[2] = {1, 1};
     if (need[0])
-        rc[0] = open_keyset(s, k->hex[0], k->len[0], s->siv_kid, s->siv_key,
-                            SIV_KEY_LEN, st);
+        rc[0] = open_keyset(s, PCB_KS_KEY, k->hex[0], k->len[0], st);
     if (rc[0] >= 0 && need[1])
-        rc[1] = open_keyset(s, k->hex[1], k->len[1], s->value_kid, s->value_key,
-                            VALUE_KEY_LEN, st);
+        rc[1] = open_keyset(s, PCB_KS_VALUE, k->hex[1], k->len[1], st);
     if (rc[0] < 0 || rc[1] < 0)
         return 0;
     for (int i = 0; i < 2; i++) { /* kept verbatim: commits rewrite them unchanged */
         s->keyset_text[i].len = 0;
-        if (need[i])
+        if (need[i] && rc[i] == 2) /* an earlier release's text: written again as Tink's */
+            seal_keyset(s, i, &s->keyset_text[i], st);
+        else if (need[i])
             pcb_buf_append(&s->keyset_text[i], k->hex[i], k->len[i]);
+        if (st->code)
+            return 0;
         if (s->keyset_text[i].failed)
             return pcb_oom(st);
     }

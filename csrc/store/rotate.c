@@ -58,6 +58,7 @@ static int dump_entry(void *arg, const char *name, size_t nl, const uint8_t *v, 
 typedef struct {
     uint8_t siv_key[SIV_KEY_LEN], value_key[VALUE_KEY_LEN], siv_kid[4], value_kid[4];
     uint8_t master[MASTER_KEY_LEN];
+    pcb_tink_keyset keyset[2]; /* every key, as a lazy rotation may have left several */
     pcb_store_options opt;
     pcb_buf text[2];
     int new_master; /* s->opt now owns new strings; opt holds the old ones */
@@ -70,6 +71,7 @@ static void save_keys(pcb_store *s, saved_keys *k)
     memcpy(k->siv_kid, s->siv_kid, 4);
     memcpy(k->value_kid, s->value_kid, 4);
     memcpy(k->master, s->master, MASTER_KEY_LEN);
+    memcpy(k->keyset, s->keyset, sizeof k->keyset);
     k->opt = s->opt;
     k->new_master = 0;
     for (int i = 0; i < 2; i++) {
@@ -93,6 +95,7 @@ static void restore_keys(pcb_store *s, saved_keys *k)
     memcpy(s->siv_kid, k->siv_kid, 4);
     memcpy(s->value_kid, k->value_kid, 4);
     memcpy(s->master, k->master, MASTER_KEY_LEN);
+    memcpy(s->keyset, k->keyset, sizeof s->keyset);
     if (k->new_master) {
         free_options(&s->opt);
         s->opt = k->opt;

@@ -102,6 +102,10 @@ int pcb_store_flush(pcb_store *s, pcb_status *st);
 /* Re-encrypts everything under new keysets, and under a new master key when
  * new_opt names one (NULL: keep it); atomic like commit. */
 int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status *st);
+/* Lazy rotation (rotate_lazy.c): a new primary key added to the value
+ * keyset, nothing re-encrypted; later puts use it, older entries still open
+ * under their keys. The keysets are written at once. */
+int pcb_store_rotate_lazy(pcb_store *s, pcb_status *st);
 
 /* Heap bytes the store holds (its own allocations) and the file's size. */
 size_t pcb_store_heap_bytes(pcb_store *s);

@@ -1,0 +1,320 @@
+/*
+ * store/keyset.c — the store's keysets as Tink writes them (see keyset.h).
+ */
+#include "store/keyset.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#include "common/bytes.h"
+#include "store/codec.h"
+
+static const char *const ks_entry[2] = {KEY_KEYSET, VALUE_KEYSET};
+static const char *const ks_what[2] = {"key", "value"};
+
+/* ------------------------------------------------------------------ hex */
+
+static void hex_encode(const uint8_t *in, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+}
+
+/* Hex digit values (both cases, as Java's Hex.decode); 0 for anything else. */
+static const uint8_t hex_value[256] = {
+    ['0'] = 0, ['1'] = 1, ['2'] = 2, ['3'] = 3, ['4'] = 4, ['5'] = 5, ['6'] = 6, ['7'] = 7,
+    ['8'] = 8, ['9'] = 9, ['a'] = 10, ['b'] = 11, ['c'] = 12, ['d'] = 13, ['e'] = 14,
+    ['f'] = 15, ['A'] = 10, ['B'] = 11, ['C'] = 12, ['D'] = 13, ['E'] = 14, ['F'] = 15,
+};
+
+/* Hex text -> bytes (n / 2 of them); 0 if not hex. A table lookup per digit:
+ * the keysets are decoded at every open. */
+static int hex_decode(const char *in, size_t n, uint8_t *out)
+{
+    unsigned bad = 0;
+    if (n % 2)
+        return 0;
+    for (size_t i = 0; i < n; i += 2) {
+        unsigned char c0 = (unsigned char)in[i], c1 = (unsigned char)in[i + 1];
+        unsigned hi = hex_value[c0], lo = hex_value[c1];
+        /* a 0 entry is a digit only for '0' */
+        bad |= (hi == 0 && c0 != '0') | (lo == 0 && c1 != '0');
+        out[i / 2] = (uint8_t)(hi << 4 | lo);
+    }
+    return !bad;
+}
+
+/* --------------------------------------------------------------- types */
+
+/* The type URL and key length a keyset of this store must hold. */
+static const char *want_type(const pcb_store *s, int which, size_t *key_len)
+{
+    *key_len = which == PCB_KS_KEY ? SIV_KEY_LEN : VALUE_KEY_LEN;
+    if (which == PCB_KS_KEY)
+        return PCB_TINK_AES_SIV;
+    return s->opt.value_enc == PCB_VALENC_CHACHA ? PCB_TINK_CHACHA : PCB_TINK_AES_GCM;
+}
+
+/* The option that chooses a type URL, for messages. */
+static const char *option_for(const char *type_url)
+{
+    if (strcmp(type_url, PCB_TINK_AES_SIV) == 0)
+        return "key_encryption='siv'";
+    if (strcmp(type_url, PCB_TINK_CHACHA) == 0)
+        return "value_encryption='chacha20-poly1305'";
+    if (strcmp(type_url, PCB_TINK_AES_GCM) == 0)
+        return "value_encryption='gcm'";
+    return NULL;
+}
+
+int pcb_keyset_check(pcb_store *s, int which, const pcb_tink_keyset *k, int with_keys,
+                     pcb_status *st)
+{
+    size_t want_len;
+    const char *want = want_type(s, which, &want_len);
+    for (size_t i = 0; i < k->n; i++) {
+        const pcb_tink_key *e = &k->key[i];
+        if (strcmp(e->type_url, want) != 0) {
+            const char *opt = option_for(e->type_url);
+            return pcb_fail(st, PCB_E_FORMAT,
+                            "%s: the %s keyset ('%s') holds a key of type %s (id %u), but the "
+                            "store was opened with %s, which needs %s%s%s", s->path, ks_what[which],
+                            ks_entry[which], pcb_tinkpb_type_name(e->type_url), e->key_id,
+                            option_for(want), pcb_tinkpb_type_name(want),
+                            opt ? "; open it with " : " (this store reads only AesSivKey, "
+                            "AesGcmKey and ChaCha20Poly1305Key)", opt ? opt : "");
+        }
+        if (e->status != PCB_TINK_ENABLED)
+            continue; /* never used: Tink leaves them out of its primitive */
+        if (e->output_prefix != PCB_TINK_PREFIX_TINK)
+            return pcb_fail(st, PCB_E_FORMAT, "%s: the %s keyset ('%s'): key %u has output "
+                            "prefix type %u; ESP's keysets (and this store) use TINK (1)",
+                            s->path, ks_what[which], ks_entry[which], e->key_id,
+                            e->output_prefix);
+        if (with_keys && (e->key_len != want_len || e->version != 0
+                          || e->material != PCB_TINK_SYMMETRIC))
+            return pcb_fail(st, PCB_E_FORMAT, "%s: the %s keyset ('%s'): key %u is a %s of %zu "
+                            "bytes, version %u, key material type %u; this store needs %zu "
+                            "bytes, version 0, SYMMETRIC (1)", s->path, ks_what[which],
+                            ks_entry[which], e->key_id, pcb_tinkpb_type_name(e->type_url),
+                            e->key_len, e->version, e->material, want_len);
+    }
+    return 1;
+}
+
+/* -------------------------------------------------------------- sealing */
+
+int pcb_keyset_seal(pcb_store *s, int which, pcb_buf *out, pcb_status *st)
+{
+    pcb_buf pt, enc;
+    uint8_t nonce[NONCE_LEN];
+    uint8_t *sealed = NULL;
+    size_t sl = 0;
+    pcb_buf_init(&pt);
+    pcb_buf_init(&enc);
+    int ok = pcb_tinkpb_keyset_encode(&s->keyset[which], &pt) || pcb_oom(st);
+    if (ok) {
+        sl = NONCE_LEN + pt.len + TAG_LEN;
+        sealed = malloc(sl);
+        ok = sealed != NULL || pcb_oom(st);
+    }
+    /* AndroidKeystoreAesGcm: IV || ciphertext || tag, empty associated data. */
+    ok = ok && (RAND_bytes_ex(s->libctx, nonce, NONCE_LEN, 0) == 1
+                || pcb_fail_openssl(st, "drawing a keyset nonce"))
+         && pcb_store_seal(s->master_ctx.enc, NULL, nonce, NULL, 0, (const uint8_t *)pt.data,
+                           pt.len, sealed, st);
+    ok = ok && (pcb_tinkpb_encrypted_encode(sealed, sl, &s->keyset[which], &enc) || pcb_oom(st));
+    if (ok) {
+        out->len = 0;
+        char *p = pcb_buf_reserve(out, 2 * enc.len);
+        if (p == NULL) {
+            ok = pcb_oom(st);
+        } else {
+            hex_encode((const uint8_t *)enc.data, enc.len, p);
+            out->len = 2 * enc.len;
+        }
+    }
+    free(sealed);
+    pcb_buf_free(&pt); /* wiped: it held the keys */
+    pcb_buf_free(&enc);
+    return ok;
+}
+
+/* The text earlier releases wrote: hex(nonce || GCM(master, kid || key) ||
+ * tag). 1 opened into s->keyset[which], 0 not authentic. */
+static int open_pre_tink(pcb_store *s, int which, const uint8_t *sealed, size_t sl,
+                         pcb_status *st)
+{
+    size_t key_len = sl - NONCE_LEN - 4 - TAG_LEN;
+    uint8_t pt[4 + SIV_KEY_LEN];
+    int rc = pcb_store_unseal(s->master_ctx.dec, NULL, NULL, 0, sealed, sl, pt, st);
+    if (rc == 1) {
+        pcb_tink_keyset *k = &s->keyset[which];
+        size_t want_len;
+        OPENSSL_cleanse(k, sizeof *k);
+        k->n = 1;
+        strcpy(k->key[0].type_url, want_type(s, which, &want_len));
+        k->key[0].key_id = k->primary_key_id = pcb_load_be32(pt);
+        k->key[0].status = PCB_TINK_ENABLED;
+        k->key[0].output_prefix = PCB_TINK_PREFIX_TINK;
+        k->key[0].material = PCB_TINK_SYMMETRIC;
+        memcpy(k->key[0].key_value, pt + 4, key_len);
+        k->key[0].key_len = key_len;
+    }
+    OPENSSL_cleanse(pt, sizeof pt);
+    return rc;
+}
+
+int pcb_keyset_open(pcb_store *s, int which, const char *hex, size_t len, pcb_status *st)
+{
+    char err[200];
+    const uint8_t *ct = NULL;
+    size_t ct_len = 0, n = len / 2;
+    int has_info, rc = -1;
+    pcb_tink_keyset info;
+    uint8_t *bytes = malloc(n ? n : 1), *pt = NULL;
+    if (bytes == NULL)
+        return pcb_oom(st) - 1;
+    if (!hex_decode(hex, len, bytes)) {
+        pcb_fail(st, PCB_E_FORMAT, "%s: entry '%s' (the %s keyset) is not hexadecimal text, as "
+                 "Tink's SharedPrefKeysetWriter writes", s->path, ks_entry[which], ks_what[which]);
+        goto out;
+    }
+    if (!pcb_tinkpb_encrypted_decode(bytes, n, &ct, &ct_len, &info, &has_info, err, sizeof err)) {
+        size_t key_len = which == PCB_KS_KEY ? SIV_KEY_LEN : VALUE_KEY_LEN;
+        if (n == NONCE_LEN + 4 + key_len + TAG_LEN) { /* an earlier release's text */
+            rc = open_pre_tink(s, which, bytes, n, st);
+            rc = rc == 1 ? 2 : rc;
+            goto out;
+        }
+        pcb_fail(st, PCB_E_FORMAT, "%s: entry '%s' (the %s keyset) is not a Tink "
+                 "EncryptedKeyset: %s", s->path, ks_entry[which], ks_what[which], err);
+        goto out;
+    }
+    if (has_info && !pcb_keyset_check(s, which, &info, 0, st))
+        goto out;
+    if (ct_len < NONCE_LEN + TAG_LEN) {
+        pcb_fail(st, PCB_E_FORMAT, "%s: entry '%s' (the %s keyset): encrypted_keyset holds %zu "
+                 "bytes, fewer than the master key's IV and tag (28)", s->path,
+                 ks_entry[which], ks_what[which], ct_len);
+        goto out;
+    }
+    pt = malloc(ct_len - NONCE_LEN - TAG_LEN + 1);
+    if (pt == NULL) {
+        rc = pcb_oom(st) - 1;
+        goto out;
+    }
+    rc = pcb_store_unseal(s->master_ctx.dec, NULL, NULL, 0, ct, ct_len, pt, st);
+    if (rc == 1 && !pcb_tinkpb_keyset_decode(pt, ct_len - NONCE_LEN - TAG_LEN, &s->keyset[which],
+                                             err, sizeof err))
+        rc = pcb_fail(st, PCB_E_FORMAT, "%s: entry '%s' (the %s keyset) decrypts, but not to a "
+                      "valid Tink Keyset: %s", s->path, ks_entry[which], ks_what[which], err) - 1;
+    if (rc == 1 && !pcb_keyset_check(s, which, &s->keyset[which], 1, st))
+        rc = -1;
+    if (rc == 0 && n == NONCE_LEN + 4 + (which == PCB_KS_KEY ? SIV_KEY_LEN : VALUE_KEY_LEN) + TAG_LEN
+        && open_pre_tink(s, which, bytes, n, st) == 1)
+        rc = 2; /* an earlier release's text that happens to parse as an EncryptedKeyset */
+    if (rc < 1)
+        OPENSSL_cleanse(&s->keyset[which], sizeof s->keyset[which]);
+    OPENSSL_cleanse(pt, ct_len - NONCE_LEN - TAG_LEN + 1);
+out:
+    free(pt);
+    free(bytes);
+    return rc;
+}
+
+/* ----------------------------------------------------------------- keys */
+
+const pcb_tink_key *pcb_keyset_find(const pcb_tink_keyset *k, const uint8_t kid[4])
+{
+    uint32_t id = pcb_load_be32(kid);
+    for (size_t i = 0; i < k->n; i++)
+        if (k->key[i].key_id == id && k->key[i].status == PCB_TINK_ENABLED)
+            return &k->key[i];
+    return NULL;
+}
+
+void pcb_keyset_use_primary(pcb_store *s, int which)
+{
+    const pcb_tink_keyset *k = &s->keyset[which];
+    for (size_t i = 0; i < k->n; i++) {
+        if (k->key[i].key_id != k->primary_key_id)
+            continue;
+        if (which == PCB_KS_KEY) {
+            memcpy(s->siv_key, k->key[i].key_value, SIV_KEY_LEN);
+            pcb_store_be32(s->siv_kid, k->primary_key_id);
+        } else {
+            memcpy(s->value_key, k->key[i].key_value, VALUE_KEY_LEN);
+            pcb_store_be32(s->value_kid, k->primary_key_id);
+        }
+    }
+}
+
+int pcb_keyset_fresh(pcb_store *s, int which, int replace, pcb_status *st)
+{
+    pcb_tink_keyset *k = &s->keyset[which];
+    if (replace)
+        OPENSSL_cleanse(k, sizeof *k);
+    if (k->n == PCB_TINK_MAX_KEYS)
+        return pcb_fail(st, PCB_E_VALUE, "%s: the %s keyset already holds %d keys, the most "
+                        "this store keeps; rotate with lazy=False to start a new keyset",
+                        s->path, ks_what[which], PCB_TINK_MAX_KEYS);
+    pcb_tink_key *e = &k->key[k->n];
+    uint32_t id;
+    size_t key_len;
+    for (;;) { /* as Tink: a random id, unique in the keyset (31 bits: Java's int) */
+        uint8_t r[4];
+        if (RAND_bytes_ex(s->libctx, r, 4, 0) != 1)
+            return pcb_fail_openssl(st, "drawing a key id");
+        id = pcb_load_be32(r) & 0x7fffffffu;
+        int clash = id == 0;
+        for (size_t i = 0; i < k->n; i++)
+            clash |= k->key[i].key_id == id;
+        if (!clash)
+            break;
+    }
+    memset(e, 0, sizeof *e);
+    strcpy(e->type_url, want_type(s, which, &key_len));
+    if (RAND_priv_bytes_ex(s->libctx, e->key_value, key_len, 0) != 1)
+        return pcb_fail_openssl(st, "generating a key");
+    e->key_len = key_len;
+    e->key_id = id;
+    e->status = PCB_TINK_ENABLED;
+    e->output_prefix = PCB_TINK_PREFIX_TINK;
+    e->material = PCB_TINK_SYMMETRIC;
+    k->n++;
+    k->primary_key_id = id;
+    pcb_keyset_use_primary(s, which);
+    return 1;
+}
+
+/* ----------------------------------------------------------- inspection */
+
+int pcb_keyset_info(const char *hex, size_t len, pcb_tink_keyset *info, char *err, size_t cap)
+{
+    size_t n = len / 2;
+    uint8_t *bytes = malloc(n ? n : 1);
+    const uint8_t *ct;
+    size_t ct_len;
+    int has_info = 0, rc = -1;
+    info->n = 0;
+    if (bytes == NULL) {
+        snprintf(err, cap, "out of memory");
+        return -1;
+    }
+    if (!hex_decode(hex, len, bytes))
+        snprintf(err, cap, "not hexadecimal text");
+    else if (pcb_tinkpb_encrypted_decode(bytes, n, &ct, &ct_len, info, &has_info, err, cap))
+        rc = has_info;
+    else if (n == NONCE_LEN + 4 + SIV_KEY_LEN + TAG_LEN || n == NONCE_LEN + 4 + VALUE_KEY_LEN + TAG_LEN)
+        rc = 0; /* the pre-Tink text: no plaintext metadata */
+    free(bytes);
+    return rc;
+}
