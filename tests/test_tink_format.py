@@ -485,6 +485,30 @@ def test_issue12_pre_tink_keysets_read_and_upgraded(tmp_path, master, parses):
     assert TinkEsp(key).read(path) == {"a": (STRING, "b"), "n": (INT, 5), "c": (STRING, "d")}
 
 
+def test_issue11_item12_pre_tink_file_under_the_other_aead_is_refused(tmp_path, master):
+    """An earlier release's keyset names no AEAD: its entries tell (the first that
+    authenticates under either AEAD), so a GCM file opened as ChaCha is refused naming both
+    and left untouched."""
+    kf, key = master
+    path = tmp_path / "old.xml"
+    ref.write_store(path, key, {"a": "b"}, siv_key=os.urandom(64))
+    stored = dict(ref.raw_entries(path))
+    ks = ref.read_keysets(path, key)
+
+    def old_text(kid, raw):
+        iv = os.urandom(12)
+        return (iv + AESGCM(key).encrypt(iv, struct.pack(">I", kid) + raw, None)).hex()
+
+    stored[ref.KEY_KEYSET_NAME] = old_text(ks.siv_key_id, ks.siv_key)
+    stored[ref.VALUE_KEYSET_NAME] = old_text(ks.value_key_id, ks.value_key)
+    path.write_text(ref._string_elements_xml(list(stored.items())), encoding="utf-8")
+    before = path.read_bytes()
+    with pytest.raises(store.StoreFormatError) as ei:
+        store.open(path, master_key_file=kf, value_encryption="chacha20-poly1305")
+    assert "'gcm'" in str(ei.value) and "'chacha20-poly1305'" in str(ei.value)
+    assert path.read_bytes() == before
+
+
 # ------------------------------------------------------------------- inspect
 
 def test_issue12_inspect_device_file_without_key(tmp_path, master):

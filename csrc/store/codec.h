@@ -57,15 +57,14 @@ int pcb_codec_open_value(pcb_store *s, const rec_header *r, const uint8_t *aad, 
  * plain name can reach; *dropped says how many. 1, or 0 with st set (out of
  * memory or OpenSSL; nothing the entries did). */
 int pcb_codec_drop_unreadable(pcb_store *s, size_t *dropped, pcb_status *st);
-/* At open: refuses (StoreFormatError naming both options) a file whose
- * values were sealed with the other value AEAD than the options say. The
- * file records no AEAD (its keyset format is ESP's simplification; Tink's,
- * due later, names it in the type URL), so the first entry that
+/* At open of a file whose value keyset is an earlier release's text (no
+ * Tink type URL; a Tink keyset's type URL is checked as it opens, in
+ * keyset.c): refuses (StoreFormatError naming both options) values sealed
+ * with the other value AEAD than the options say. The first entry that
  * authenticates under either AEAD decides; an entry that opens under
- * neither (tampered) is skipped, up to 64 of them. A file without value
- * entries (an empty store: only keysets) opens with either option: no
- * entry exists that one of them could not read, and the first commit makes
- * the file whole under the option used. 1, or 0 with st set. */
+ * neither (tampered) is skipped, up to 64 of them. Such a file without value
+ * entries opens with either option, and its first commit writes a Tink
+ * keyset naming the option used. 1, or 0 with st set. */
 int pcb_codec_check_value_aead(pcb_store *s, pcb_status *st);
 /* The value AEAD the options did not choose (NULL if this OpenSSL lacks
  * it), and the error refusing a file sealed with it, naming both options. */

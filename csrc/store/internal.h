@@ -128,6 +128,7 @@ struct pcb_store {
     uint8_t siv_key[SIV_KEY_LEN], value_key[VALUE_KEY_LEN];
     uint8_t siv_kid[4], value_kid[4]; /* the primaries' ids, big-endian as in a prefix */
     pcb_tink_keyset keyset[2]; /* [0] key, [1] value: every key (the primary copied above) */
+    int pre_tink_values; /* the value keyset was an earlier release's text: no type URL */
     uint64_t key_gen; /* bumped by rotate: editors re-encrypt their puts */
     pcb_siv siv;
     int siv_ready;

@@ -542,6 +542,7 @@ int pcb_keys_load(pcb_store *s, const pcb_keyset_text *k, int *created, pcb_stat
         rc[1] = open_keyset(s, PCB_KS_VALUE, k->hex[1], k->len[1], st);
     if (rc[0] < 0 || rc[1] < 0)
         return 0;
+    s->pre_tink_values = need[1] && rc[1] == 2;
     for (int i = 0; i < 2; i++) { /* kept verbatim: commits rewrite them unchanged */
         s->keyset_text[i].len = 0;
         if (need[i] && rc[i] == 2) /* an earlier release's text: written again as Tink's */

@@ -441,8 +441,10 @@ static int load_keys_and_rest(pcb_store *s, load_ctx *c, int *created, pcb_statu
     *created |= created_master;
     if (ok && c->sealed_text != NULL)
         ok = load_sealed_map(s, c, st);
-    else if (ok && !*created)
-        ok = pcb_codec_check_value_aead(s, st); /* the other value AEAD: refused here */
+    else if (ok && !*created && s->pre_tink_values)
+        /* A Tink keyset's type URL names its AEAD (checked as it opened); an
+         * earlier release's keyset text does not: its entries tell. */
+        ok = pcb_codec_check_value_aead(s, st);
     if (ok && *created) {
         uint64_t gen;
         pthread_mutex_lock(&s->io_lock);
