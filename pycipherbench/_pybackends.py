@@ -212,7 +212,8 @@ def _make_cryptography(t: str, key: bytes, encrypt: bool, rekey: bool) -> Op:
             from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
         except ImportError:  # cryptography < 43
             TripleDES = algorithms.TripleDES  # type: ignore[attr-defined,misc]  # noqa: N806
-        alg = TripleDES(key)  # an 8-byte key is single DES (k k k), 16 bytes two-key
+        # single DES is k k k; two-key 3DES is k1 k2 k1
+        alg = TripleDES(key * 3 if len(key) == 8 else key + key[:8] if len(key) == 16 else key)
         block = 8
     padded = pad == "PKCS5Padding"
 

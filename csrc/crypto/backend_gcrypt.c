@@ -120,8 +120,9 @@ static int g_setkey(void *p, const pcb_transform *t, int encrypt, const uint8_t 
         if (t->family == PCB_FAM_DES || t->family == PCB_FAM_DESEDE)
             gcry_cipher_ctl(c->h, GCRYCTL_SET_ALLOW_WEAK_KEY, NULL, 1);
     }
-    key_len = t->family == PCB_FAM_DESEDE ? pcb_des3_key(key, key_len, k3) : key_len;
-    e = gcry_cipher_setkey(c->h, key_len == 24 && t->family == PCB_FAM_DESEDE ? k3 : key, key_len);
+    if (t->family == PCB_FAM_DESEDE && key_len == 16) /* two-key: k1 k2 k1 */
+        key_len = pcb_des3_key(key, key_len, k3), key = k3;
+    e = gcry_cipher_setkey(c->h, key, key_len);
     memset(k3, 0, sizeof k3);
     if (e && gcry_err_code(e) != GPG_ERR_WEAK_KEY)
         return fail(st, "setting the key", e);

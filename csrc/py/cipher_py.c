@@ -308,8 +308,9 @@ static int measure_backend_args(module_state *ms, const measure_args *a)
     const pcb_backend_ops *ops = pcb_backend_get(b);
     if (!pcb_backend_supports(b, &ms->cache, a->t, a->key_len))
         pcb_backend_lacks(b, &ms->cache, a->t, a->key_len, &st);
-    else if (!ops->check(a->t, a->iv_len, SIZE_MAX, a->iv_len > 0, &st))
-        ;
+    else if (!ops->check(a->t, a->iv_len, a->t->mode == PCB_MODE_SIV ? 0 : SIZE_MAX,
+                         a->iv_len > 0, &st))
+        ; /* the kernel's SIV messages have no associated data */
     else if (a->scope == SCOPE_STREAM && pcb_is_aead(a->t) && !ops->stream_aead)
         pcb_fail(&st, PCB_E_VALUE, "%s on %s has no stream scope (the library has no "
                  "incremental AEAD call); use scope='message' or 'rekey'", a->t->name, ops->name);
