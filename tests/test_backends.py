@@ -395,6 +395,8 @@ def test_issue13_openssl_alone_build(tmp_path):
     root = Path(__file__).resolve().parent.parent
     subprocess.run(["cp", "-r", str(root / "csrc"), str(root / "pycipherbench"),
                     str(root / "setup.py"), str(root / "pyproject.toml"), str(tmp_path)], check=True)
+    for so in (tmp_path / "pycipherbench").glob("_core*.so"):  # else "up to date"
+        so.unlink()
     env = dict(os.environ, PCB_NO_BACKENDS="1")
     subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=tmp_path,
                    env=env, check=True, capture_output=True)
@@ -407,3 +409,9 @@ def test_issue13_openssl_alone_build(tmp_path):
             "except pcb.UnsupportedCipherError as e:\n    assert 'nettle-dev' in str(e), e\n"
             "else:\n    raise AssertionError('nettle ran')\n")
     subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True)
+    out = subprocess.run([sys.executable, "-c", "from pycipherbench.cli import main; main(['backends'])"],
+                         cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+    assert "apt-get install libsodium-dev nettle-dev libgcrypt20-dev libmbedtls-dev" in out
+    nm = subprocess.run(["ldd", *map(str, (tmp_path / "pycipherbench").glob("_core*.so"))],
+                        capture_output=True, text=True).stdout
+    assert "libnettle" not in nm and "libsodium" not in nm and "libgcrypt" not in nm
