@@ -145,6 +145,7 @@ def plan(
                          f"'{backend}' would still use them (measure it with hw_aes=True)")
     if workers is None and not hw_aes:
         raise ValueError("hw_aes=False needs the run's workers (the masked child process)")
+    factory: Any
     if backend.startswith("py:"):
         from ._pybackends import PyKernel
 

@@ -218,8 +218,8 @@ def _make_cryptography(t: str, key: bytes, encrypt: bool, rekey: bool) -> Op:
     padded = pad == "PKCS5Padding"
 
     def block_fn(iv: bytes | None, data: bytes, aad: Any) -> bytes:
-        mode = (modes.ECB() if mode_name == "ECB" else modes.CBC(iv) if mode_name == "CBC"
-                else modes.CTR(iv))
+        mode = (modes.ECB() if mode_name == "ECB" else modes.CBC(iv or b"") if mode_name == "CBC"
+                else modes.CTR(iv or b""))
         c = Cipher(alg, mode)
         if encrypt:
             e = c.encryptor()
