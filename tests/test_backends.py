@@ -415,3 +415,35 @@ def test_issue13_openssl_alone_build(tmp_path):
     nm = subprocess.run(["ldd", *map(str, (tmp_path / "pycipherbench").glob("_core*.so"))],
                         capture_output=True, text=True).stdout
     assert "libnettle" not in nm and "libsodium" not in nm and "libgcrypt" not in nm
+
+
+# ------------------------------------------------------------------------------- CLI
+
+def test_cli_backends_lists_every_backend(capsys):
+    from pycipherbench.cli import main
+
+    assert main(["backends", "-v"]) == 0
+    out = capsys.readouterr().out
+    for b in ALL_BACKENDS:
+        assert b["name"] in out
+    missing = [b for b in ALL_BACKENDS if not b["available"]]
+    if any(b["kind"] == "c" for b in missing):
+        assert "apt-get install" in out
+    if not missing:
+        assert "Every backend is available" in out
+
+
+def test_cli_speed_one_column_per_backend(capsys):
+    from pycipherbench.cli import main
+
+    names = [n for n in ("openssl", "sodium", "py:pynacl") if n in HAS]
+    assert main(["speed", "--quick", "--payload", "64", "--backend", ",".join(names)]) == 0
+    out = capsys.readouterr().out
+    head = next(line for line in out.splitlines() if line.startswith("transformation"))
+    assert head.split()[2:] == names
+    row = next(line for line in out.splitlines() if line.startswith("ChaCha20-Poly1305"))
+    assert len(row.split()) == 2 + len(names) and "-" not in row.split()[2:]
+    tea = next(line for line in out.splitlines() if line.startswith("TEA/ECB"))
+    assert tea.split()[3:] == ["-"] * (len(names) - 1)  # only OpenSSL's build has our TEA
+    with pytest.raises(SystemExit, match="unknown backend"):
+        main(["speed", "--quick", "--backend", "libressl"])
