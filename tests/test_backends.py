@@ -447,3 +447,11 @@ def test_cli_speed_one_column_per_backend(capsys):
     assert tea.split()[3:] == ["-"] * (len(names) - 1)  # only OpenSSL's build has our TEA
     with pytest.raises(SystemExit, match="unknown backend"):
         main(["speed", "--quick", "--backend", "libressl"])
+
+
+def test_threads_in_the_masked_child_report_their_spread():
+    m = pcb.measure("AES/CTR/NoPadding", payload=1024, scope="stream", threads=2, hw_aes=False,
+                    repeats=2, min_time=0.002)
+    assert m.threads == 2 and not m.hw_aes and m.thread_spread is not None
+    with pytest.raises(ValueError, match="hides the AES instructions from OpenSSL only"):
+        pcb.measure("AES/CTR/NoPadding", payload=1024, hw_aes=False, backend=OTHERS[0])
