@@ -454,4 +454,4 @@ def test_threads_in_the_masked_child_report_their_spread():
                     repeats=2, min_time=0.002)
     assert m.threads == 2 and not m.hw_aes and m.thread_spread is not None
     with pytest.raises(ValueError, match="hides the AES instructions from OpenSSL only"):
-        pcb.measure("AES/CTR/NoPadding", payload=1024, hw_aes=False, backend=OTHERS[0])
+        pcb.measure("ChaCha20-Poly1305", payload=1024, hw_aes=False, backend=OTHERS[0])
