@@ -4,8 +4,9 @@
  * check_kernel() and the canary.
  *
  * Owns: their argument parsing (transformation names, keys, IVs, associated
- * data, rounds, measure's op/scope/sizes), the buffers measure prepares with
- * the GIL held before the clock starts, and their results. The rules about
+ * data, rounds, measure's op/scope/sizes/backend/threads), the buffers measure
+ * prepares with the GIL held before the clock starts (one set per thread),
+ * and their results. threads > 1 runs the kernels through common/parallel. The rules about
  * lengths are crypto/transform's; the cipher runs in crypto/cipher and the
  * clock in common/timing, both without the GIL.
  */
