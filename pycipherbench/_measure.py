@@ -131,22 +131,22 @@ def plan(
     :func:`measure` and :func:`~pycipherbench.sweep` run)."""
     args: dict[str, Any] = dict(op=op, payload=payload, key_bits=key_bits, rounds=rounds,
                                 scope=scope, iv_len=iv_len)
-    if backend != "openssl":
-        args["backend"] = backend
-    if threads != 1:
+    if not isinstance(backend, str) or backend != "openssl":
+        args["backend"] = backend  # the checks below reject a non-str
+    if type(threads) is not int or threads != 1:
         args["threads"] = threads
     if not isinstance(hw_aes, bool):
         raise TypeError(f"hw_aes must be a bool, not {type(hw_aes).__name__}")
     check_kernel(transformation, **args)
     warm = -1.0 if warmup is None else warmup
     _core.check_timing(min_time, repeats, warm)
-    if not hw_aes and backend != "openssl":
+    if not hw_aes and args.get("backend", "openssl") != "openssl":
         raise ValueError(f"hw_aes=False hides the AES instructions from OpenSSL only; backend "
                          f"'{backend}' would still use them (measure it with hw_aes=True)")
     if workers is None and not hw_aes:
         raise ValueError("hw_aes=False needs the run's workers (the masked child process)")
     factory: Any
-    if backend.startswith("py:"):
+    if args.get("backend", "openssl").startswith("py:"):
         from ._pybackends import PyKernel
 
         factory, mask = PyKernel, None

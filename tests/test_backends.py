@@ -455,3 +455,19 @@ def test_threads_in_the_masked_child_report_their_spread():
     assert m.threads == 2 and not m.hw_aes and m.thread_spread is not None
     with pytest.raises(ValueError, match="hides the AES instructions from OpenSSL only"):
         pcb.measure("ChaCha20-Poly1305", payload=1024, hw_aes=False, backend=OTHERS[0])
+
+
+def test_backend_and_threads_bad_types():
+    for bad in (5, None, b"nettle"):
+        with pytest.raises(TypeError):
+            pcb.encrypt("AES/GCM/NoPadding", bytes(16), b"", iv=bytes(12), backend=bad)
+        with pytest.raises(TypeError):
+            _core.check_kernel("AES/GCM/NoPadding", backend=bad)
+    for bad in ("2", 2.0, True, None):
+        with pytest.raises(TypeError, match="threads"):
+            _core.check_kernel("AES/CTR/NoPadding", threads=bad)
+    for bad in (True, 2.0):
+        with pytest.raises(TypeError, match="threads"):
+            pcb.measure("AES/CTR/NoPadding", threads=bad, repeats=1, min_time=0.001)
+    with pytest.raises(TypeError):
+        pcb.measure("AES/CTR/NoPadding", backend=1, repeats=1, min_time=0.001)
