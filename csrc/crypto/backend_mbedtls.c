@@ -2,7 +2,9 @@
  * crypto/backend_mbedtls.c — Mbed TLS 2.28+ (its crypto library) as a
  * backend (see backend.h): AES ECB/CBC/CTR/GCM (any GCM IV length),
  * ChaCha20-Poly1305 (12-byte nonce), DES and 3DES (2-key and 3-key). Mbed
- * TLS 2.x and 3.x share these calls. Empty without PCB_HAVE_MBEDTLS.
+ * TLS 2.x and 3.x share these calls but for GCM's incremental ones (3.0
+ * moved the associated data out of gcm_starts and gave gcm_update an output
+ * size): both are spelled out below. Empty without PCB_HAVE_MBEDTLS.
  */
 #include "crypto/backend.h"
 
@@ -128,8 +130,13 @@ static int m_reset(void *p, const uint8_t *iv, size_t iv_len, pcb_status *st)
     mbed_ctx *c = p;
     int rc = 0;
     if (c->t->mode == PCB_MODE_GCM)
+#if MBEDTLS_VERSION_MAJOR >= 3 /* 3.x: associated data has its own call */
+        rc = mbedtls_gcm_starts(&c->k.gcm, c->encrypt ? MBEDTLS_GCM_ENCRYPT : MBEDTLS_GCM_DECRYPT,
+                                iv, iv_len);
+#else
         rc = mbedtls_gcm_starts(&c->k.gcm, c->encrypt ? MBEDTLS_GCM_ENCRYPT : MBEDTLS_GCM_DECRYPT,
                                 iv, iv_len, NULL, 0);
+#endif
     else if (c->t->mode == PCB_MODE_POLY1305)
         rc = mbedtls_chachapoly_starts(&c->k.cp, iv, c->encrypt ? MBEDTLS_CHACHAPOLY_ENCRYPT
                                                                 : MBEDTLS_CHACHAPOLY_DECRYPT);
@@ -160,9 +167,15 @@ static int m_update(void *p, const uint8_t *in, uint8_t *out, size_t len, pcb_st
     case PCB_MODE_CTR:
         rc = mbedtls_aes_crypt_ctr(&c->k.aes, len, &c->ctr_off, c->iv, c->ks, in, out);
         break;
-    case PCB_MODE_GCM:
+    case PCB_MODE_GCM: {
+#if MBEDTLS_VERSION_MAJOR >= 3 /* 3.x may hold back a partial block: whole blocks here */
+        size_t done = 0;
+        rc = mbedtls_gcm_update(&c->k.gcm, in, len, out, len, &done);
+#else
         rc = mbedtls_gcm_update(&c->k.gcm, len, in, out);
+#endif
         break;
+    }
     default:
         rc = mbedtls_chachapoly_update(&c->k.cp, len, in, out);
         break;
