@@ -22,6 +22,7 @@ from ._core import (
 )
 from ._machine import machine
 from ._measure import Measurement, measure
+from ._pybackends import all_backends as backends
 from .results import Results, load_results
 from .stats import Ratio
 from .sweep import sweep
@@ -36,6 +37,7 @@ __all__ = [
     "Ratio",
     "Results",
     "UnsupportedCipherError",
+    "backends",
     "ciphers",
     "decrypt",
     "encrypt",

@@ -122,6 +122,10 @@ class MaskedKernel:
     def info(self) -> dict[str, Any]:
         return dict(self._worker.call(self._handle, "info"))
 
+    @property
+    def thread_ns(self) -> tuple[int, ...]:
+        return tuple(self._worker.call(self._handle, "thread_ns"))
+
     def close(self) -> None:
         self._worker.call(self._handle, "close")
 
@@ -149,8 +153,8 @@ def _child() -> None:
                     handle = len(objects) + 1
                     objects[handle] = result
                     result = handle
-            elif method == "info":
-                result = objects[obj].info
+            elif method in ("info", "thread_ns"):  # properties
+                result = getattr(objects[obj], method)
             else:
                 result = getattr(objects[obj], method)(*args, **kwargs)
                 if method == "close":

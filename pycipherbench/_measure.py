@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -27,6 +28,13 @@ class Measurement(Record):
     bytes in ``stream`` scope. Throughputs derive from the median.
     ``cycles_per_byte`` counts time-stamp-counter ticks, which run at a fixed
     reference rate: they are not core cycles when the core clock differs.
+
+    ``backend`` is the library that ran it (``"openssl"``, a C library, or a
+    ``"py:"`` library timed as a Python program calls it: no TSC ticks then).
+    With ``threads`` > 1, N independent contexts ran on N threads at once: a
+    sample's operations are all N threads' and the throughputs are aggregate;
+    ``thread_spread`` is the median over rounds of the slowest thread's time
+    over the fastest's (1.0: perfectly even).
     """
 
     transformation: str
@@ -36,16 +44,25 @@ class Measurement(Record):
     rounds: int | None
     iv_len: int | None
     impl: str | None = None
+    backend: str = "openssl"
+    threads: int = 1
+    thread_spread: float | None = None
 
     @classmethod
     def _from_rounds(cls, data: PointData, run: RunInfo, *, min_time: float, repeats: int,
                      hw_aes: bool, hw_mask: str | None) -> Measurement:
         info = data.info
+        fields = record_fields(data, run, repeats=repeats)
+        if str(info.get("backend", "")).startswith("py:"):
+            fields["tsc_samples"] = None  # timed by Python's clock
+        spread = data.extra.get("thread_spread")
         return cls(
             transformation=info["transformation"], op=info["op"], payload=int(info["payload"]),
             scope=info["scope"], key_bits=int(info["key_bits"]), rounds=info["rounds"],
             iv_len=info["iv_len"], impl=info.get("impl"), hw_aes=hw_aes, hw_mask=hw_mask,
-            min_time=min_time, **record_fields(data, run, repeats=repeats),
+            backend=info.get("backend", "openssl"), threads=int(info.get("threads", 1)),
+            thread_spread=float(sorted(spread)[len(spread) // 2]) if spread else None,
+            min_time=min_time, **fields,
         )
 
     @classmethod
@@ -57,7 +74,9 @@ class Measurement(Record):
         return {
             "transformation": self.transformation, "op": self.op, "scope": self.scope,
             "key_bits": self.key_bits, "rounds": self.rounds, "iv_len": self.iv_len,
-            "impl": self.impl, **super().to_dict(),
+            "impl": self.impl, "backend": self.backend, "threads": self.threads,
+            "thread_spread": None if self.thread_spread is None or math.isnan(self.thread_spread)
+            else self.thread_spread, **super().to_dict(),
         }
 
     def _label(self) -> str:
@@ -66,6 +85,10 @@ class Measurement(Record):
             extra.append(f"{self.rounds} cycles")
         if not self.hw_aes:
             extra.append("hw AES off")
+        if self.backend != "openssl":
+            extra.append(self.backend)
+        if self.threads > 1:
+            extra.append(f"{self.threads} threads")
         return f"{self.transformation} {self.op.upper()} {format_size(self.payload)} ({', '.join(extra)})"
 
     def _rates(self) -> str:
@@ -74,6 +97,17 @@ class Measurement(Record):
     def _html_rows(self) -> list[tuple[str, str]]:
         throughput = ("throughput", f"{self.mb_per_s:,.1f} MB/s ({self.kb_per_ms:,.1f} KB/ms)")
         return [throughput, *super()._html_rows()]
+
+
+def check_kernel(transformation: str, **args: Any) -> None:
+    """The kernel's argument checks without preparing anything, for any backend."""
+    backend = args.get("backend", "openssl")
+    if isinstance(backend, str) and backend.startswith("py:"):
+        from ._pybackends import check
+
+        check(transformation, **args)
+    else:
+        _core.check_kernel(transformation, **args)
 
 
 def plan(
@@ -86,6 +120,8 @@ def plan(
     scope: Scope = "message",
     iv_len: int | None = None,
     hw_aes: bool = True,
+    backend: str = "openssl",
+    threads: int = 1,
     min_time: float = 0.05,
     repeats: int = DEFAULT_ROUNDS,
     warmup: float | None = None,
@@ -95,14 +131,27 @@ def plan(
     :func:`measure` and :func:`~pycipherbench.sweep` run)."""
     args: dict[str, Any] = dict(op=op, payload=payload, key_bits=key_bits, rounds=rounds,
                                 scope=scope, iv_len=iv_len)
+    if not isinstance(backend, str) or backend != "openssl":
+        args["backend"] = backend  # the checks below reject a non-str
+    if type(threads) is not int or threads != 1:
+        args["threads"] = threads
     if not isinstance(hw_aes, bool):
         raise TypeError(f"hw_aes must be a bool, not {type(hw_aes).__name__}")
-    _core.check_kernel(transformation, **args)
+    check_kernel(transformation, **args)
     warm = -1.0 if warmup is None else warmup
     _core.check_timing(min_time, repeats, warm)
+    if not hw_aes and args.get("backend", "openssl") != "openssl":
+        raise ValueError(f"hw_aes=False hides the AES instructions from OpenSSL only; backend "
+                         f"'{backend}' would still use them (measure it with hw_aes=True)")
     if workers is None and not hw_aes:
         raise ValueError("hw_aes=False needs the run's workers (the masked child process)")
-    factory, mask = (workers or Workers()).factory("Kernel", hw_aes)
+    factory: Any
+    if args.get("backend", "openssl").startswith("py:"):
+        from ._pybackends import PyKernel
+
+        factory, mask = PyKernel, None
+    else:
+        factory, mask = (workers or Workers()).factory("Kernel", hw_aes)
     point = KernelPoint(factory, {"transformation": transformation, **args}, min_time, warm)
     build = functools.partial(Measurement._from_rounds, min_time=min_time, repeats=repeats,
                               hw_aes=hw_aes, hw_mask=mask)
@@ -119,6 +168,8 @@ def measure(
     scope: Scope = "message",
     iv_len: int | None = None,
     hw_aes: bool = True,
+    backend: str = "openssl",
+    threads: int = 1,
     min_time: float = 0.05,
     repeats: int = DEFAULT_ROUNDS,
     warmup: float | None = None,
@@ -152,6 +203,13 @@ def measure(
         iv_len: GCM IV bytes (1..128, default 12).
         hw_aes: False hides AES-NI/PCLMULQDQ (or ARM's AES/PMULL) from OpenSSL
             by measuring in a child process, like a CPU without crypto extensions.
+        backend: the library that runs it: ``"openssl"`` (default), a C library
+            this build has (``"sodium"``, ``"nettle"``, ``"gcrypt"``, ``"mbedtls"``;
+            see :func:`backends`), or a Python library timed as a program calls it
+            (``"py:cryptography"``, ``"py:pycryptodome"``, ``"py:pynacl"``; message
+            and rekey scopes).
+        threads: N independent contexts on N threads at once (C backends), like
+            ``openssl speed -multi``: aggregate throughput, and ``thread_spread``.
         min_time: seconds one sample lasts at least; the operation count is calibrated to it.
         repeats: rounds (default 10; fewer give a rough number and say so in ``warnings``).
         warmup: seconds of warm-up before calibrating (default: min_time).
@@ -161,7 +219,7 @@ def measure(
     """
     with Workers() as workers:
         p = plan(transformation, op=op, payload=payload, key_bits=key_bits, rounds=rounds,
-                 scope=scope, iv_len=iv_len, hw_aes=hw_aes, min_time=min_time, repeats=repeats,
-                 warmup=warmup, workers=workers)
+                 scope=scope, iv_len=iv_len, hw_aes=hw_aes, backend=backend, threads=threads,
+                 min_time=min_time, repeats=repeats, warmup=warmup, workers=workers)
         m: Measurement = run_one(p, repeats, progress=progress, desc="measure")
     return m

@@ -140,9 +140,15 @@ class KernelPoint:
 
     def sample(self, canary: float) -> None:
         kernel = self.factory(**self.args)
+        threads = int(self.args.get("threads", 1))
         try:
             kernel.sample(max(1, self.iterations // WARM_FRACTION))  # warm-up, not kept
-            self.data.add(kernel.sample(self.iterations), self.iterations, canary)
+            # threads=N: each of N threads ran `iterations` operations in the sample's time.
+            self.data.add(kernel.sample(self.iterations), self.iterations * threads, canary)
+            per_thread = getattr(kernel, "thread_ns", ()) if threads > 1 else ()
+            if per_thread:
+                self.data.extra.setdefault("thread_spread", []).append(
+                    max(per_thread) / max(min(per_thread), 1))
         finally:
             kernel.close()
 

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from ._machine import machine
+from ._format import format_size_compact, format_table
 from .experiments import (QUICK_NOTE, SPEED_GROUPS, SPEED_TIMING, STORE_TIMING, format_speed,
                           format_store, run_speed, store_points, warning_lines)
 
@@ -21,8 +22,12 @@ def cmd_speed(args: argparse.Namespace) -> int:
     payload = args.payload if args.payload is not None else (1 << 20 if args.quick else 10 << 20)
     if payload <= 0 or payload % 16:
         sys.exit("error: --payload must be a positive multiple of 16 bytes (the NoPadding rows need whole blocks)")
+    if args.threads < 1:
+        sys.exit("error: --threads must be at least 1")
     if not _payload_ok(payload, args.yes):
         return 1
+    if args.backend not in (None, "openssl") or args.threads != 1:
+        return _speed_backends(args, payload)
     results, run = run_speed(payload, args.quick, hw_aes=not args.no_hw_aes)
     if not results:
         print("# Interrupted (Ctrl-C) before the first round finished: no figures.", file=sys.stderr)
@@ -40,6 +45,113 @@ def cmd_speed(args: argparse.Namespace) -> int:
             json.dump(doc, f, indent=1)
         print(f"# Raw samples written to {os.fspath(args.json)}")
     return 130 if run.interrupted else 0
+
+
+#: Rows the backends table adds to the seed's: what the other libraries are about.
+BACKEND_ROWS = ("AES/CTR/NoPadding", "ChaCha20-Poly1305", "XChaCha20-Poly1305")
+
+
+def _speed_backends(args: argparse.Namespace, payload: int) -> int:
+    """The seed's table (and BACKEND_ROWS) with one KB/ms column per backend, all points
+    in one interleaved run; '-' where a backend lacks the row (at its default key)."""
+    from . import backends
+    from ._measure import check_kernel, plan
+    from ._rounds import Workers, run_plans
+
+    known = {b["name"]: b for b in backends()}
+    if args.backend == "all":
+        names = [n for n, b in known.items() if b["available"]]
+    else:
+        names = [n.strip() for n in args.backend.split(",")] if args.backend else ["openssl"]
+        for n in names:
+            if n not in known:
+                sys.exit(f"error: unknown backend {n!r}; pycipherbench backends lists them")
+            if not known[n]["available"]:
+                sys.exit(f"error: backend {n!r} is unavailable: {known[n]['missing']}")
+    rows = [t for _, group in SPEED_GROUPS for t in group] + list(BACKEND_ROWS)
+    timing = SPEED_TIMING[args.quick]
+    skipped: dict[tuple[str, str], str] = {}
+    jobs = []
+    for t in rows:
+        for op in ("enc", "dec"):
+            for b in names:
+                kw = dict(op=op, payload=payload, backend=b, threads=args.threads)
+                try:
+                    check_kernel(t, **kw)
+                    if not args.no_hw_aes or b == "openssl":
+                        jobs.append((t, op, b, kw))
+                    else:
+                        skipped[(t, b)] = "--no-hw-aes masks OpenSSL only"
+                except (ValueError, TypeError) as e:  # UnsupportedCipherError is a ValueError
+                    skipped[(t, b)] = str(e)
+    with Workers() as workers:
+        plans = [plan(t, hw_aes=not args.no_hw_aes, workers=workers, **kw, **timing)
+                 for t, op, b, kw in jobs]
+        try:
+            records, run = run_plans(plans, timing["repeats"], progress=True, desc="speed")
+        except KeyboardInterrupt:
+            records = []
+    if not records:
+        print("# Interrupted (Ctrl-C) before the first round finished: no figures.", file=sys.stderr)
+        return 130
+    by_key = {(t, op, b): m for (t, op, b, _), m in zip(jobs, records)}
+    head = ["transformation", "op", *names]
+    table = []
+    for t in rows:
+        if not any((t, op, b) in by_key for op in ("enc", "dec") for b in names):
+            continue
+        for op in ("enc", "dec"):
+            cells = [f"{by_key[(t, op, b)].kb_per_ms:,.1f}" if (t, op, b) in by_key else "-"
+                     for b in names]
+            table.append([t, op.upper(), *cells])
+    threads = f", {args.threads} threads each (aggregate)" if args.threads > 1 else ""
+    print(f"# Speed Test of {format_size_compact(payload)} Data Enc/Decryption, KB/ms per "
+          f"backend (message scope{threads}) #")
+    print(format_table(head, table))
+    print("# -: the backend lacks the row at its default key size (pycipherbench backends);"
+          " py: columns time the Python call a program makes")
+    print(f"# Median of {records[0].n_rounds} rounds, every cell sampled once per round.")
+    for line in warning_lines(records):
+        print(line)
+    if args.quick:
+        print(f"# {QUICK_NOTE}")
+    if args.json:
+        doc = {"machine": machine(), "payload": payload, "hw_aes": not args.no_hw_aes,
+               "backends": names, "threads": args.threads,
+               "results": [m.to_dict() for m in records]}
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+        print(f"# Raw samples written to {os.fspath(args.json)}")
+    return 130 if run.interrupted else 0
+
+
+def cmd_backends(args: argparse.Namespace) -> int:
+    """Every backend: version, hardware AES, what it runs; what is missing and what adds it."""
+    from . import backends
+
+    items = backends()
+    hw = {True: "yes", False: "no", None: "unknown"}
+    table = [[b["name"], b["version"] or "-", "yes" if b["available"] else "NO",
+              hw[b["hw_aes"]] if b["available"] else "-",
+              str(len(b["transformations"])) if b["available"] else "-"] for b in items]
+    print(format_table(["backend", "version", "available", "hw AES", "transformations"], table))
+    if args.verbose:
+        for b in items:
+            if b["available"]:
+                print(f"\n{b['name']}: {', '.join(b['transformations'])}")
+    apt = [b["apt"] for b in items if b["kind"] == "c" and not b["available"] and b["apt"]]
+    pip = [b["pip"] for b in items if b["kind"] == "python" and not b["available"]]
+    for b in items:
+        if not b["available"]:
+            print(f"# {b['name']}: {b['missing']}")
+    if apt:
+        print(f"# To add the C libraries: apt-get install {' '.join(apt)} pkg-config, then "
+              "rebuild (pip install --force-reinstall --no-deps .)")
+    if pip:
+        print(f"# To add the Python libraries: pip install {' '.join(pip)}")
+    if not apt and not pip:
+        print("# Every backend is available.")
+    return 0
 
 
 #: Above this, a speed run's buffers and time grow large enough to ask first.
@@ -333,7 +445,19 @@ def build_parser() -> argparse.ArgumentParser:
     speed.add_argument("--json", metavar="FILE", help="also write every measurement with raw samples")
     speed.add_argument("--yes", action="store_true",
                        help="do not ask before a large --payload (over 64 MiB)")
+    speed.add_argument("--backend", metavar="NAME[,NAME]|all",
+                       help="the library or libraries to measure, one column each "
+                            "(default openssl; all: every available one; see `pycipherbench backends`)")
+    speed.add_argument("--threads", type=int, default=1,
+                       help="N independent contexts on N threads per cell (aggregate KB/ms)")
     speed.set_defaults(func=cmd_speed)
+    bk = sub.add_parser(
+        "backends", help="the crypto libraries this build and this Python have",
+        description="List every backend (OpenSSL, the C libraries compiled in, the Python "
+                    "libraries installed): version, hardware AES, transformations; and what "
+                    "adds the missing ones.")
+    bk.add_argument("-v", "--verbose", action="store_true", help="list each one's transformations")
+    bk.set_defaults(func=cmd_backends)
     _add_sweep_commands(sub)
     return parser
 

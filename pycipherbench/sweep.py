@@ -47,7 +47,7 @@ import numpy as np
 
 from . import _core
 from ._machine import machine
-from ._measure import measure
+from ._measure import check_kernel, measure
 from ._measure import plan as plan_kernel
 from ._params import RUN_OPTIONS, point_key
 from ._record import Record
@@ -202,7 +202,7 @@ def _validate(target: str, point: dict[str, Any], options: dict[str, Any]) -> No
     _core.check_timing(timing.get("min_time", 0.05), timing.get("repeats", DEFAULT_ROUNDS),
                        -1.0 if warmup is None else warmup)
     if target == "cipher":
-        _core.check_kernel(kwargs.pop("transformation"), **kwargs)
+        check_kernel(kwargs.pop("transformation"), **kwargs)
     else:
         _core.check_store_bench(kwargs.pop("workload"), **kwargs)
 

@@ -469,7 +469,7 @@ row("measure-rounds-2**64", meas("TEA/CTR/NoPadding", rounds=2**64), ValueError,
 row("measure-rounds-bool", meas("TEA/CTR/NoPadding", rounds=True), TypeError, "rounds")
 for what, val in [("None", None), ("str", "yes"), ("int", 0)]:
     row(f"measure-hw_aes-{what}", meas(hw_aes=val), TypeError, "hw_aes must be a bool")
-row("measure-unknown-option", meas(threads=2), TypeError, "unexpected keyword")
+row("measure-unknown-option", meas(compression=2), TypeError, "unexpected keyword")
 row("measure-op-positional", lambda w: pcb.measure("AES/GCM/NoPadding", "enc"), TypeError, "positional")
 row("measure-no-name", lambda w: pcb.measure(), TypeError, "transformation")
 

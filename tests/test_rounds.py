@@ -33,7 +33,8 @@ rounds_mod = importlib.import_module("pycipherbench._rounds")
 def test_kernel_prepares_once_and_samples_on_demand() -> None:
     k = _core.Kernel("AES/GCM/NoPadding", payload=64, op="dec")
     assert k.info == {"transformation": "AES/GCM/NoPadding", "op": "dec", "scope": "message",
-                      "payload": 64, "key_bits": 128, "rounds": None, "iv_len": 12, "impl": None}
+                      "payload": 64, "key_bits": 128, "rounds": None, "iv_len": 12, "impl": None,
+                      "backend": "openssl", "threads": 1}
     n = k.calibrate(0.001, 0.0)
     assert n >= 1
     elapsed, ticks, cpu, nivcsw, call = k.sample(n)

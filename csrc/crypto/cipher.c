@@ -4,6 +4,7 @@
  */
 #include "crypto/cipher.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
@@ -80,6 +81,35 @@ int pcb_cipher_open(pcb_cipher *c, const pcb_evp_cache *cache, const pcb_transfo
     return evp_init(c, c->key, st);
 }
 
+/* Another library: its context allocated here, keyed by it. */
+int pcb_cipher_open_backend(pcb_cipher *c, pcb_backend backend, const pcb_evp_cache *cache,
+                            const pcb_transform *t, int encrypt, const uint8_t *key,
+                            size_t key_len, const uint8_t *iv, size_t iv_len, uint32_t rounds,
+                            pcb_tea_impl tea_impl, pcb_status *st)
+{
+    if (backend == PCB_BK_OPENSSL)
+        return pcb_cipher_open(c, cache, t, encrypt, key, key_len, iv, iv_len, rounds, tea_impl, st);
+    memset(c, 0, sizeof *c);
+    c->t = t;
+    c->backend = backend;
+    if (!pcb_backend_supports(backend, cache, t, key_len))
+        return pcb_backend_lacks(backend, cache, t, key_len, st);
+    const pcb_backend_ops *ops = pcb_backend_get(backend);
+    if (!ops->check(t, iv ? iv_len : 0, SIZE_MAX, iv != NULL, st))
+        return 0;
+    c->encrypt = encrypt ? 1 : 0;
+    c->key_len = key_len;
+    c->has_iv = iv != NULL;
+    c->iv_len = iv ? iv_len : 0;
+    memcpy(c->key, key, key_len);
+    if (iv)
+        memcpy(c->iv, iv, iv_len);
+    if ((c->bctx = calloc(1, ops->ctx_size)) == NULL)
+        return pcb_oom(st);
+    c->bk = ops;
+    return ops->setkey(c->bctx, t, c->encrypt, key, key_len, st);
+}
+
 void pcb_cipher_set_iv(pcb_cipher *c, const uint8_t *iv)
 {
     memcpy(c->iv, iv, c->iv_len);
@@ -87,6 +117,11 @@ void pcb_cipher_set_iv(pcb_cipher *c, const uint8_t *iv)
 
 void pcb_cipher_close(pcb_cipher *c)
 {
+    if (c->bctx) {
+        c->bk->release(c->bctx);
+        OPENSSL_cleanse(c->bctx, c->bk->ctx_size);
+        free(c->bctx);
+    }
     EVP_CIPHER_CTX_free(c->ctx);
     if (c->siv_ready)
         pcb_siv_free(&c->siv);
@@ -228,6 +263,36 @@ static int evp_message(pcb_cipher *c, int rekey, const uint8_t *in, size_t in_le
     return 1;
 }
 
+/* Another library's whole message: its AEAD call, or the shared padding
+ * sequence over its block calls. */
+static int backend_message(pcb_cipher *c, int rekey, const pcb_bytes *aad, size_t n_aad,
+                           const uint8_t *in, size_t in_len, uint8_t *out, size_t *out_len,
+                           pcb_status *st)
+{
+    const pcb_backend_ops *ops = c->bk;
+    const pcb_transform *t = c->t;
+    const uint8_t *iv = c->has_iv ? c->iv : NULL;
+    if (rekey && !ops->setkey(c->bctx, t, c->encrypt, c->key, c->key_len, st))
+        return 0;
+    if (t->mode == PCB_MODE_SIV && !ops->check(t, c->iv_len, n_aad, c->has_iv, st))
+        return 0;
+    if (!pcb_is_aead(t))
+        return pcb_backend_block_message(ops, c->bctx, t, c->encrypt, iv, c->iv_len, in, in_len,
+                                         out, out_len, st);
+    if (c->encrypt) {
+        if (!ops->seal(c->bctx, iv, c->iv_len, aad, n_aad, in, in_len, out, st))
+            return 0;
+        *out_len = in_len + TAG_LEN;
+        return 1;
+    }
+    int rc = ops->open(c->bctx, iv, c->iv_len, aad, n_aad, in, in_len, out, st);
+    if (rc == 0)
+        return pcb_fail(st, PCB_E_DECRYPT, "%s: authentication failed on %s (wrong key, IV, "
+                        "associated data or corrupted data)", t->name, ops->name);
+    *out_len = in_len - TAG_LEN;
+    return rc > 0;
+}
+
 int pcb_cipher_message(pcb_cipher *c, int rekey, const pcb_bytes *aad, size_t n_aad,
                        const uint8_t *in, size_t in_len, uint8_t *out,
                        size_t *out_len, pcb_status *st)
@@ -235,6 +300,8 @@ int pcb_cipher_message(pcb_cipher *c, int rekey, const pcb_bytes *aad, size_t n_
     const pcb_transform *t = c->t;
     if (!pcb_check_length(t, c->encrypt, in_len, st))
         return 0;
+    if (c->bk)
+        return backend_message(c, rekey, aad, n_aad, in, in_len, out, out_len, st);
     if (t->mode == PCB_MODE_SIV)
         return siv_message(c, rekey, aad, n_aad, in, in_len, out, out_len, st);
     if (t->family == PCB_FAM_TEA || t->family == PCB_FAM_XTEA) {
@@ -253,6 +320,8 @@ int pcb_cipher_stream_reset(pcb_cipher *c, pcb_status *st)
     if (t->mode == PCB_MODE_SIV)
         return pcb_fail(st, PCB_E_VALUE, "%s has no stream scope: SIV must see the whole "
                         "message before it can encrypt; use scope='message'", t->name);
+    if (c->bk)
+        return c->bk->reset(c->bctx, c->has_iv ? c->iv : NULL, c->iv_len, st);
     if (t->family == PCB_FAM_TEA || t->family == PCB_FAM_XTEA) {
         memcpy(c->chain, c->iv, PCB_TEA_BLOCK);
         pcb_tea_ctr_init(&c->tea_ctr, c->iv);
@@ -270,6 +339,8 @@ int pcb_cipher_stream(pcb_cipher *c, const uint8_t *in, uint8_t *out, size_t len
                       pcb_status *st)
 {
     const pcb_transform *t = c->t;
+    if (c->bk)
+        return c->bk->update(c->bctx, in, out, len, st);
     if (t->family == PCB_FAM_TEA || t->family == PCB_FAM_XTEA) {
         switch (t->mode) {
         case PCB_MODE_ECB: pcb_tea_ecb(&c->tea, c->encrypt, in, out, len / PCB_TEA_BLOCK); break;

@@ -3,7 +3,8 @@
  *
  * Owns: pcb_cipher, which runs whole messages (padding, IV, AAD, tag) or a
  * stream of updates for any transformation of crypto/transform.h, over EVP
- * (crypto/evp), our AES-SIV (crypto/siv) or our TEA/XTEA (crypto/tea). The
+ * (crypto/evp), our AES-SIV (crypto/siv), our TEA/XTEA (crypto/tea) or
+ * another library (crypto/backend: the one place that dispatches to it). The
  * one-shot API and the timed kernels both run through it. No Python: errors
  * come back in a pcb_status, so everything here runs without the GIL.
  * Not thread-safe per object: one pcb_cipher per thread. Lengths are bytes.
@@ -15,6 +16,7 @@
 #include <stdint.h>
 
 #include "common/status.h"
+#include "crypto/backend.h"
 #include "crypto/evp.h"
 #include "crypto/siv.h"
 #include "crypto/tea.h"
@@ -35,6 +37,9 @@ typedef struct {
     pcb_tea_impl tea_impl;
     uint8_t chain[PCB_TEA_BLOCK]; /* TEA CBC stream state */
     pcb_tea_ctr_state tea_ctr;    /* TEA CTR stream state */
+    pcb_backend backend;          /* PCB_BK_OPENSSL: the fields above */
+    const pcb_backend_ops *bk;    /* another library: its calls and context */
+    void *bctx;
 } pcb_cipher;
 
 /*
@@ -46,6 +51,14 @@ int pcb_cipher_open(pcb_cipher *c, const pcb_evp_cache *cache, const pcb_transfo
                     int encrypt, const uint8_t *key, size_t key_len,
                     const uint8_t *iv, size_t iv_len, uint32_t rounds,
                     pcb_tea_impl tea_impl, pcb_status *st);
+
+/* The same on another library's backend (PCB_BK_OPENSSL: pcb_cipher_open).
+ * A transformation or key size the backend lacks is PCB_E_UNSUPPORTED naming
+ * the backends that have it; a limit of its own (IV length) PCB_E_VALUE. */
+int pcb_cipher_open_backend(pcb_cipher *c, pcb_backend backend, const pcb_evp_cache *cache,
+                            const pcb_transform *t, int encrypt, const uint8_t *key,
+                            size_t key_len, const uint8_t *iv, size_t iv_len, uint32_t rounds,
+                            pcb_tea_impl tea_impl, pcb_status *st);
 
 /* Replaces the IV for the next message or stream reset (same length). */
 void pcb_cipher_set_iv(pcb_cipher *c, const uint8_t *iv);

@@ -23,6 +23,7 @@ static const pcb_transform transforms[] = {
     T("AES/GCM/NoPadding", AES, GCM, 0, 0),
     T("AES/SIV/NoPadding", AES, SIV, 0, 0),
     T("ChaCha20-Poly1305", CHACHA, POLY1305, 0, 0),
+    T("XChaCha20-Poly1305", XCHACHA, POLY1305, 0, 0),
     BLOCK_MODES("DES", DES, 0),
     BLOCK_MODES("DESede", DESEDE, 0),
     BLOCK_MODES("TEA", TEA, 0),
@@ -136,6 +137,8 @@ int pcb_transform_available(const pcb_evp_cache *cache, const pcb_transform *t)
     }
     case PCB_FAM_DESEDE:
         return cache->cipher[pcb_evp_index(t, 16)] != NULL && cache->cipher[pcb_evp_index(t, 24)] != NULL;
+    case PCB_FAM_XCHACHA:
+        return 0;
     default:
         return cache->cipher[pcb_evp_index(t, 8)] != NULL;
     }
@@ -147,7 +150,7 @@ static size_t cipher_block(const pcb_transform *t)
 {
     switch (t->family) {
     case PCB_FAM_AES: return 16;
-    case PCB_FAM_CHACHA: return 1;
+    case PCB_FAM_CHACHA: case PCB_FAM_XCHACHA: return 1;
     default: return 8;
     }
 }
@@ -163,7 +166,7 @@ size_t pcb_default_key_len(const pcb_transform *t)
     case PCB_FAM_AES: return t->mode == PCB_MODE_SIV ? 32 : 16;
     case PCB_FAM_DES: return 8;
     case PCB_FAM_DESEDE: return 24;
-    case PCB_FAM_CHACHA: return 32;
+    case PCB_FAM_CHACHA: case PCB_FAM_XCHACHA: return 32;
     default: return 16;
     }
 }
@@ -187,7 +190,7 @@ int pcb_check_key_len(const pcb_transform *t, size_t key_len, pcb_status *st)
         ok = key_len == 16 || key_len == 24;
         allowed = "16 bytes (two-key) or 24 bytes (three-key)";
         break;
-    case PCB_FAM_CHACHA: ok = key_len == 32; allowed = "32 bytes"; break;
+    case PCB_FAM_CHACHA: case PCB_FAM_XCHACHA: ok = key_len == 32; allowed = "32 bytes"; break;
     default: ok = key_len == 16; allowed = "16 bytes"; break;
     }
     if (!ok)
@@ -200,7 +203,7 @@ static size_t required_iv_len(const pcb_transform *t)
 {
     switch (t->mode) {
     case PCB_MODE_CBC: case PCB_MODE_CTR: return cipher_block(t);
-    case PCB_MODE_POLY1305: return 12;
+    case PCB_MODE_POLY1305: return t->family == PCB_FAM_XCHACHA ? 24 : 12;
     default: return 0;
     }
 }

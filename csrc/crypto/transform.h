@@ -18,7 +18,8 @@
 #include "crypto/evp.h"
 
 typedef enum {
-    PCB_FAM_AES, PCB_FAM_DES, PCB_FAM_DESEDE, PCB_FAM_CHACHA, PCB_FAM_TEA, PCB_FAM_XTEA
+    PCB_FAM_AES, PCB_FAM_DES, PCB_FAM_DESEDE, PCB_FAM_CHACHA, PCB_FAM_TEA, PCB_FAM_XTEA,
+    PCB_FAM_XCHACHA /* XChaCha20-Poly1305: no EVP cipher, other backends only */
 } pcb_family;
 
 typedef enum {

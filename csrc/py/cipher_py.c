@@ -4,8 +4,9 @@
  * check_kernel() and the canary.
  *
  * Owns: their argument parsing (transformation names, keys, IVs, associated
- * data, rounds, measure's op/scope/sizes), the buffers measure prepares with
- * the GIL held before the clock starts, and their results. The rules about
+ * data, rounds, measure's op/scope/sizes/backend/threads), the buffers measure
+ * prepares with the GIL held before the clock starts (one set per thread),
+ * and their results. threads > 1 runs the kernels through common/parallel. The rules about
  * lengths are crypto/transform's; the cipher runs in crypto/cipher and the
  * clock in common/timing, both without the GIL.
  */
@@ -16,6 +17,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include "common/parallel.h"
 #include "common/timing.h"
 #include "crypto/tea.h"
 
@@ -24,13 +26,21 @@
 
 /* ------------------------------------------------------ argument helpers */
 
-static const pcb_transform *lookup(module_state *ms, const char *name)
+static const pcb_transform *lookup(module_state *ms, const char *name, int backend)
 {
     const pcb_transform *t = pcb_find_transform(name);
+    pcb_status st = {0};
     if (t == NULL) {
         PyErr_Format(ms->UnsupportedCipherError,
                      "unknown transformation '%s'; expected a name like 'AES/GCM/NoPadding' "
                      "(see pycipherbench.ciphers())", name);
+        return NULL;
+    }
+    if (backend != PCB_BK_OPENSSL || t->family == PCB_FAM_XCHACHA) {
+        if (pcb_backend_supports((pcb_backend)backend, &ms->cache, t, 0))
+            return t;
+        pcb_backend_lacks((pcb_backend)backend, &ms->cache, t, 0, &st);
+        pcb_raise_status(ms, &st);
         return NULL;
     }
     if (!pcb_transform_available(&ms->cache, t)) {
@@ -145,6 +155,7 @@ typedef struct {
     Py_buffer key, data, iv; /* iv.obj NULL: none given */
     aad_list aad;
     uint32_t rounds;
+    int backend;
 } oneshot_args;
 
 static void oneshot_release(oneshot_args *a)
@@ -155,19 +166,25 @@ static void oneshot_release(oneshot_args *a)
     aad_release(&a->aad);
 }
 
-/* Parses and validates; 1, or 0 with an exception set (release a either way). */
+/* Parses and validates; 1, 2 for a "py:" backend (nothing parsed beyond the
+ * names), or 0 with an exception set (release a either way). */
 static int oneshot_parse(module_state *ms, PyObject *args, PyObject *kwargs, oneshot_args *a)
 {
-    static char *kwlist[] = {"transformation", "key", "data", "iv", "aad", "rounds", NULL};
-    const char *name;
+    static char *kwlist[] = {"transformation", "key", "data", "iv", "aad", "rounds", "backend",
+                             NULL};
+    const char *name, *backend = "openssl";
     PyObject *key_obj, *data_obj, *iv_obj = Py_None, *aad_obj = Py_None, *rounds_obj = Py_None;
     pcb_status st = {0};
+    int kind;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs,
-                                     a->encrypt ? "sOO|$OOO:encrypt" : "sOO|$OOO:decrypt", kwlist,
-                                     &name, &key_obj, &data_obj, &iv_obj, &aad_obj, &rounds_obj))
+                                     a->encrypt ? "sOO|$OOOs:encrypt" : "sOO|$OOOs:decrypt", kwlist,
+                                     &name, &key_obj, &data_obj, &iv_obj, &aad_obj, &rounds_obj,
+                                     &backend))
         return 0;
-    if ((a->t = lookup(ms, name)) == NULL)
+    if ((kind = pcb_backend_arg(backend, &a->backend)) != 1)
+        return kind;
+    if ((a->t = lookup(ms, name, a->backend)) == NULL)
         return 0;
     if (!pcb_buffer_arg(key_obj, "key", 0, &a->key) || !pcb_buffer_arg(data_obj, "data", 0, &a->data)
         || !pcb_buffer_arg(iv_obj, "iv", 1, &a->iv))
@@ -191,9 +208,9 @@ static int oneshot_run(const module_state *ms, const oneshot_args *a, uint8_t *o
                        size_t *out_len, pcb_status *st)
 {
     pcb_cipher c;
-    int ok = pcb_cipher_open(&c, &ms->cache, a->t, a->encrypt, a->key.buf, (size_t)a->key.len,
-                             a->iv.obj ? a->iv.buf : NULL, (size_t)a->iv.len, a->rounds,
-                             ms->tea_impl, st);
+    int ok = pcb_cipher_open_backend(&c, (pcb_backend)a->backend, &ms->cache, a->t, a->encrypt,
+                                     a->key.buf, (size_t)a->key.len, a->iv.obj ? a->iv.buf : NULL,
+                                     (size_t)a->iv.len, a->rounds, ms->tea_impl, st);
     ok = ok && pcb_cipher_message(&c, 0, a->aad.parts, (size_t)a->aad.n, a->data.buf,
                                   (size_t)a->data.len, out, out_len, st);
     pcb_cipher_close(&c);
@@ -210,7 +227,12 @@ static PyObject *oneshot(PyObject *module, PyObject *args, PyObject *kwargs, int
 
     memset(&a, 0, sizeof a);
     a.encrypt = encrypt;
-    if (!oneshot_parse(ms, args, kwargs, &a))
+    int kind = oneshot_parse(ms, args, kwargs, &a);
+    if (kind == 2) {
+        oneshot_release(&a);
+        return pcb_py_backend_call(encrypt ? "encrypt" : "decrypt", args, kwargs);
+    }
+    if (kind == 0)
         goto done;
     size_t cap = pcb_max_output(a.t, encrypt, (size_t)a.data.len);
     if (cap > (size_t)PY_SSIZE_T_MAX) {
@@ -264,6 +286,8 @@ typedef struct {
     long long payload; /* bytes */
     size_t key_len, iv_len; /* bytes; iv_len 0: the mode has none */
     uint32_t rounds;
+    int backend;
+    unsigned threads;       /* independent contexts, one per thread */
 } measure_args;
 
 /* What a kernel prepares before any clock starts, and frees when closed. */
@@ -274,6 +298,28 @@ typedef struct {
     pcb_cipher c;
     int opened;
 } measure_bufs;
+
+/* The backend's own limits, checked before anything is prepared. */
+static int measure_backend_args(module_state *ms, const measure_args *a)
+{
+    pcb_status st = {0};
+    pcb_backend b = (pcb_backend)a->backend;
+    if (b == PCB_BK_OPENSSL)
+        return 1;
+    const pcb_backend_ops *ops = pcb_backend_get(b);
+    if (!pcb_backend_supports(b, &ms->cache, a->t, a->key_len))
+        pcb_backend_lacks(b, &ms->cache, a->t, a->key_len, &st);
+    else if (!ops->check(a->t, a->iv_len, a->t->mode == PCB_MODE_SIV ? 0 : SIZE_MAX,
+                         a->iv_len > 0, &st))
+        ; /* the kernel's SIV messages have no associated data */
+    else if (a->scope == SCOPE_STREAM && pcb_is_aead(a->t) && !ops->stream_aead)
+        pcb_fail(&st, PCB_E_VALUE, "%s on %s has no stream scope (the library has no "
+                 "incremental AEAD call); use scope='message' or 'rekey'", a->t->name, ops->name);
+    else
+        return 1;
+    pcb_raise_status(ms, &st);
+    return 0;
+}
 
 /* The arguments that depend on the transformation: key_bits, rounds, iv_len
  * and the payload's whole blocks. 1, or 0 with an exception set. */
@@ -312,8 +358,10 @@ static int measure_cipher_args(module_state *ms, measure_args *a, PyObject *key_
     } else if (t->mode == PCB_MODE_GCM) {
         a->iv_len = 12;
     } else if (t->mode != PCB_MODE_ECB && t->mode != PCB_MODE_SIV) {
-        a->iv_len = t->mode == PCB_MODE_POLY1305 ? 12 : (t->family == PCB_FAM_AES ? 16 : 8);
+        a->iv_len = t->mode == PCB_MODE_POLY1305 ? (t->family == PCB_FAM_XCHACHA ? 24 : 12) : (t->family == PCB_FAM_AES ? 16 : 8);
     }
+    if (!measure_backend_args(ms, a))
+        return 0;
     size_t block = pcb_block_size(t);
     if ((a->scope == SCOPE_STREAM || !t->padding) && (size_t)a->payload % block != 0) {
         PyErr_Format(PyExc_ValueError,
@@ -328,18 +376,30 @@ static int measure_cipher_args(module_state *ms, measure_args *a, PyObject *key_
 static int measure_parse(module_state *ms, PyObject *args, PyObject *kwargs, measure_args *a)
 {
     static char *kwlist[] = {"transformation", "op", "payload", "key_bits", "rounds", "scope",
-                             "iv_len", NULL};
-    const char *name, *op = "enc";
+                             "iv_len", "backend", "threads", NULL};
+    const char *name, *op = "enc", *backend = "openssl";
     PyObject *payload_obj = NULL, *key_bits_obj = Py_None, *rounds_obj = Py_None;
-    PyObject *iv_len_obj = Py_None;
+    PyObject *iv_len_obj = Py_None, *threads_obj = NULL;
+    long long threads = 1;
+    int kind;
 
     a->scope_name = "message";
     a->payload = 10LL << 20;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$sOOOsO:Kernel", kwlist, &name, &op,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$sOOOsOsO:Kernel", kwlist, &name, &op,
                                      &payload_obj, &key_bits_obj, &rounds_obj, &a->scope_name,
-                                     &iv_len_obj))
+                                     &iv_len_obj, &backend, &threads_obj))
         return 0;
-    if ((a->t = lookup(ms, name)) == NULL)
+    if ((kind = pcb_backend_arg(backend, &a->backend)) == 0)
+        return 0;
+    if (kind == 2) {
+        PyErr_Format(PyExc_ValueError, "backend '%s' is a Python library, timed in Python: use "
+                     "pycipherbench.measure(..., backend='%s')", backend, backend);
+        return 0;
+    }
+    if (threads_obj && !pcb_int_arg(threads_obj, "threads", 1, PCB_MAX_THREADS, &threads))
+        return 0;
+    a->threads = (unsigned)threads;
+    if ((a->t = lookup(ms, name, a->backend)) == NULL)
         return 0;
     if (strcmp(op, "enc") == 0 || strcmp(op, "dec") == 0) {
         a->encrypt = op[0] == 'e';
@@ -378,8 +438,9 @@ static int measure_make_ciphertext(module_state *ms, const measure_args *a, meas
     int ok;
     if (ct == NULL)
         return pcb_fail(st, PCB_E_MEMORY, "out of memory");
-    ok = pcb_cipher_open(&b->c, &ms->cache, a->t, 1, b->key, a->key_len, a->iv_len ? b->iv : NULL,
-                         a->iv_len, a->rounds, ms->tea_impl, st)
+    ok = pcb_cipher_open_backend(&b->c, (pcb_backend)a->backend, &ms->cache, a->t, 1, b->key,
+                                 a->key_len, a->iv_len ? b->iv : NULL, a->iv_len, a->rounds,
+                                 ms->tea_impl, st)
          && pcb_cipher_message(&b->c, 0, NULL, 0, b->in, (size_t)a->payload, ct, &b->in_len, st);
     pcb_cipher_close(&b->c);
     if (ok)
@@ -418,8 +479,9 @@ static int measure_prepare(module_state *ms, const measure_args *a, measure_bufs
         pcb_raise_status(ms, &st);
         return 0;
     }
-    if (!pcb_cipher_open(&b->c, &ms->cache, a->t, a->encrypt, b->key, a->key_len,
-                         a->iv_len ? b->iv : NULL, a->iv_len, a->rounds, ms->tea_impl, &st)) {
+    if (!pcb_cipher_open_backend(&b->c, (pcb_backend)a->backend, &ms->cache, a->t, a->encrypt,
+                                 b->key, a->key_len, a->iv_len ? b->iv : NULL, a->iv_len,
+                                 a->rounds, ms->tea_impl, &st)) {
         pcb_cipher_close(&b->c);
         pcb_raise_status(ms, &st);
         return 0;
@@ -489,10 +551,25 @@ static int bench_run(void *p, uint64_t n, uint64_t *self_ns)
 typedef struct {
     PyObject_HEAD
     measure_args a;
-    measure_bufs b;
-    bench_arg arg;
+    measure_bufs *b;  /* a.threads of each: independent contexts */
+    bench_arg *arg;
+    void **argp;
+    pcb_parallel par; /* threads > 1: what the timed function runs */
     pcb_timed timed;
 } KernelObject;
+
+/* threads > 1: the timed function; a failing thread's status becomes the first's. */
+static int bench_threads(void *p, uint64_t n, uint64_t *self_ns)
+{
+    pcb_parallel *par = p;
+    int rc = pcb_parallel_run(par, n, self_ns);
+    bench_arg *first = par->args[0];
+    if (rc != 0 && par->failed > 0)
+        first->st = ((bench_arg *)par->args[par->failed])->st;
+    else if (rc != 0 && par->failed < 0)
+        pcb_fail(&first->st, PCB_E_OS, "could not start %u threads", par->n_threads);
+    return rc;
+}
 
 static module_state *kernel_state(PyObject *self)
 {
@@ -508,24 +585,48 @@ static PyObject *Kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     if (k == NULL)
         return NULL;
     k->timed.closed = 1; /* until prepared */
-    if (!measure_parse(ms, args, kwargs, &k->a) || !measure_prepare(ms, &k->a, &k->b)) {
+    if (!measure_parse(ms, args, kwargs, &k->a)) {
         Py_DECREF(k);
         return NULL;
     }
-    bench_arg *arg = &k->arg;
-    arg->c = &k->b.c;
-    arg->scope = k->a.scope;
-    arg->vary_iv = k->a.encrypt && k->a.iv_len > 0 && k->a.scope != SCOPE_STREAM;
-    arg->in = k->a.scope == SCOPE_STREAM ? k->b.out : k->b.in; /* stream: in place, as openssl speed */
-    arg->in_len = k->b.in_len;
-    arg->out = k->b.out;
-    k->timed = (pcb_timed){bench_run, arg, &arg->st, 0, 0};
+    unsigned n = k->a.threads;
+    k->b = PyMem_Calloc(n, sizeof *k->b);
+    k->arg = PyMem_Calloc(n, sizeof *k->arg);
+    k->argp = PyMem_Calloc(n, sizeof *k->argp);
+    if (k->b == NULL || k->arg == NULL || k->argp == NULL) {
+        Py_DECREF(k);
+        return PyErr_NoMemory();
+    }
+    for (unsigned i = 0; i < n; i++) {
+        measure_bufs *b = &k->b[i];
+        if (!measure_prepare(ms, &k->a, b)) {
+            Py_DECREF(k);
+            return NULL;
+        }
+        bench_arg *arg = &k->arg[i];
+        arg->c = &b->c;
+        arg->scope = k->a.scope;
+        arg->vary_iv = k->a.encrypt && k->a.iv_len > 0 && k->a.scope != SCOPE_STREAM;
+        arg->in = k->a.scope == SCOPE_STREAM ? b->out : b->in; /* stream: in place, as openssl speed */
+        arg->in_len = b->in_len;
+        arg->out = b->out;
+        k->argp[i] = arg;
+    }
+    if (n == 1) {
+        k->timed = (pcb_timed){bench_run, k->arg, &k->arg->st, 0, 0};
+    } else {
+        k->par.fn = bench_run;
+        k->par.args = k->argp;
+        k->par.n_threads = n;
+        k->timed = (pcb_timed){bench_threads, &k->par, &k->arg->st, 0, 0};
+    }
     return (PyObject *)k;
 }
 
 static void Kernel_close_bufs(KernelObject *k)
 {
-    measure_free(&k->b);
+    for (unsigned i = 0; k->b && i < k->a.threads; i++)
+        measure_free(&k->b[i]);
     k->timed.closed = 1;
 }
 
@@ -533,6 +634,9 @@ static void Kernel_dealloc(KernelObject *k)
 {
     PyTypeObject *tp = Py_TYPE(k);
     Kernel_close_bufs(k);
+    PyMem_Free(k->b);
+    PyMem_Free(k->arg);
+    PyMem_Free(k->argp);
     tp->tp_free(k);
     Py_DECREF(tp);
 }
@@ -562,13 +666,32 @@ static PyObject *Kernel_info(KernelObject *k, void *Py_UNUSED(closure))
 {
     const measure_args *a = &k->a;
     const pcb_transform *t = a->t;
-    const char *impl = pcb_has_rounds(t) ? pcb_tea_impl_name(k->b.c.tea.impl) : NULL;
+    const char *impl = pcb_has_rounds(t) && !k->timed.closed ? pcb_tea_impl_name(k->b[0].c.tea.impl)
+                       : pcb_has_rounds(t) ? pcb_tea_impl_name(kernel_state((PyObject *)k)->tea_impl)
+                                           : NULL;
     return Py_BuildValue(
-        "{s:s,s:s,s:s,s:L,s:n,s:N,s:N,s:z}",
+        "{s:s,s:s,s:s,s:L,s:n,s:N,s:N,s:z,s:s,s:I}",
         "transformation", t->name, "op", a->encrypt ? "enc" : "dec", "scope", a->scope_name,
         "payload", a->payload, "key_bits", (Py_ssize_t)a->key_len * 8,
         "rounds", pcb_has_rounds(t) ? PyLong_FromUnsignedLong(a->rounds) : Py_NewRef(Py_None),
-        "iv_len", a->iv_len ? PyLong_FromSize_t(a->iv_len) : Py_NewRef(Py_None), "impl", impl);
+        "iv_len", a->iv_len ? PyLong_FromSize_t(a->iv_len) : Py_NewRef(Py_None), "impl", impl,
+        "backend", pcb_backend_name((pcb_backend)a->backend), "threads", a->threads);
+}
+
+/* The last sample's per-thread times (ns for its iterations), one per thread. */
+static PyObject *Kernel_thread_ns(KernelObject *k, void *Py_UNUSED(closure))
+{
+    if (k->a.threads <= 1)
+        return Py_BuildValue("()");
+    PyObject *t = PyTuple_New(k->a.threads);
+    for (unsigned i = 0; t != NULL && i < k->a.threads; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(k->par.thread_ns[i]);
+        if (v == NULL)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
 }
 
 static PyMethodDef Kernel_methods[] = {
@@ -590,15 +713,20 @@ static PyObject *Kernel_closed(KernelObject *k, void *Py_UNUSED(closure))
 static PyGetSetDef Kernel_getset[] = {
     {"closed", (getter)Kernel_closed, NULL, "True once close() has run.", NULL},
     {"info", (getter)Kernel_info, NULL, "The kernel's parameters, as used (a dict).", NULL},
+    {"thread_ns", (getter)Kernel_thread_ns, NULL,
+     "threads > 1: the last sample's time of each thread (ns for its iterations); else ().", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 PyDoc_STRVAR(Kernel_doc,
              "Kernel(transformation, *, op='enc', payload=10485760, key_bits=None, rounds=None,\n"
-             "       scope='message', iv_len=None)\n\n"
+             "       scope='message', iv_len=None, backend='openssl', threads=1)\n\n"
              "One cipher kernel, prepared: buffers filled with random data, a valid\n"
              "ciphertext made for decryption, the cipher keyed. calibrate() and sample()\n"
-             "time it in C with the GIL released; pycipherbench.measure() runs the rounds.");
+             "time it in C with the GIL released; pycipherbench.measure() runs the rounds.\n"
+             "backend: the C library that runs it (pycipherbench.backends()); threads: N\n"
+             "independent contexts run on N threads at once, each sample timing N x\n"
+             "iterations operations from a common start to the last thread's end.");
 
 static PyType_Slot Kernel_slots[] = {
     {Py_tp_doc, (void *)Kernel_doc},
@@ -700,16 +828,19 @@ static PyObject *core_tea_impls(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED
 PyDoc_STRVAR(ciphers_doc, "ciphers() -> list[str]\n\n"
              "Canonical names of every transformation this build supports.");
 PyDoc_STRVAR(encrypt_doc,
-             "encrypt(transformation, key, data, *, iv=None, aad=None, rounds=None) -> bytes\n\n"
+             "encrypt(transformation, key, data, *, iv=None, aad=None, rounds=None,\n"
+             "        backend='openssl') -> bytes\n\n"
              "Encrypt one whole message. AEAD output is ciphertext || 16-byte tag;\n"
              "AES-SIV output is the 16-byte synthetic IV || ciphertext.");
 PyDoc_STRVAR(decrypt_doc,
-             "decrypt(transformation, key, data, *, iv=None, aad=None, rounds=None) -> bytes\n\n"
+             "decrypt(transformation, key, data, *, iv=None, aad=None, rounds=None,\n"
+             "        backend='openssl') -> bytes\n\n"
              "Decrypt one whole message; raises DecryptionError when a tag, synthetic IV\n"
              "or padding does not check out.");
 PyDoc_STRVAR(check_kernel_doc,
              "check_kernel(transformation, *, op='enc', payload=10485760, key_bits=None,\n"
-             "             rounds=None, scope='message', iv_len=None) -> None\n\n"
+             "             rounds=None, scope='message', iv_len=None, backend='openssl',\n"
+             "             threads=1) -> None\n\n"
              "Kernel()'s argument checks, preparing nothing (fast validation of a sweep).");
 PyDoc_STRVAR(canary_doc, "canary(n, /) -> (elapsed_ns, tsc_ticks, cpu_ns, nivcsw, call_ns)\n\n"
              "n dependent additions, timed with the GIL released: the machine's speed now.");

@@ -144,6 +144,7 @@ static int exec_engine(PyObject *module)
         return -1;
     }
     ms->cache_ready = 1;
+    pcb_backends_init();
     return 0;
 }
 
@@ -179,6 +180,7 @@ static int exec_kernel_types(PyObject *module)
 static int exec_functions(PyObject *module)
 {
     if (PyModule_AddFunctions(module, pcb_cipher_functions) < 0
+        || PyModule_AddFunctions(module, pcb_backend_functions) < 0
         || PyModule_AddFunctions(module, pcb_store_bench_functions) < 0
         || PyModule_AddFunctions(module, pcb_inspect_functions) < 0)
         return -1;

@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Backends benchmark (issue 13): each crypto library through pycipherbench, side by side
+with the library's own benchmark, per-message costs with intervals, and threads scaling.
+
+Usage: python bench/bench_backends.py [--rounds N] [--quick] [--strict] [--seconds S]
+                                      [--openssl PATH] [--json FILE]
+
+A report, not a test: it prints PASS/FAIL per bar and exits 0 unless --strict.
+
+1. AES-128-CTR (stream scope) and AES-GCM (whole messages) at 16 KiB, for every C backend,
+   against the library's own loop, in interleaved rounds (one reference run, then one
+   pycipherbench sample, per round); the bar is the median per-round ratio >= 0.95.
+   - openssl: `openssl speed -elapsed -mr -evp aes-128-ctr|aes-128-gcm -bytes 16384`.
+     `openssl speed`'s GCM re-keys every message (see bench_kernels.py), so its GCM
+     counterpart here is pycipherbench's rekey scope; CTR streams in place = stream scope.
+   - nettle, gcrypt, mbedtls, sodium: Debian packages no benchmark program of theirs
+     (nettle-bin 3.8.1 has no nettle-benchmark; libgcrypt's bench-slope and Mbed TLS's
+     benchmark are not installed), so bench/backend_ref.c stands in: the library's own
+     call in a bare C loop, built here with the flags pkg-config gives. Its CTR loop is
+     what nettle-benchmark times (ctr_crypt over a buffer, in place); its GCM loop is one
+     whole message per operation with a fresh IV and the key schedule kept (= message
+     scope). libsodium has GCM only, with AES-256. If `nettle-benchmark` is on PATH it
+     is run too and printed, for information.
+2. Per-message cost at 16 B for every backend (C and Python) with 95% intervals, and the
+   paired ratio to OpenSSL (Results.ratio: the backends are points of one sweep, sampled
+   in the same rounds): ChaCha20-Poly1305 and AES-256-GCM (the GCM every backend has).
+3. threads=2 aggregate vs threads=1, AES-128-CTR 16 KiB stream, for every C backend
+   (paired rounds); bar >= 1.8 on a quiet 2-core machine.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+try:
+    import pycipherbench as pcb
+except ImportError:  # run from the repo root without installing
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import pycipherbench as pcb
+from pycipherbench.stats import median_ci  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PAYLOAD = 16384
+BAR_REF = 0.95
+BAR_THREADS = 1.8
+C_BACKENDS = ("openssl", "sodium", "nettle", "gcrypt", "mbedtls")
+# pkg-config name, fallback -l flags (Debian's Mbed TLS 2.x ships no .pc file)
+REF_LIBS = {"nettle": ("nettle", ["-lnettle"]), "gcrypt": ("libgcrypt", ["-lgcrypt"]),
+            "mbedtls": ("mbedcrypto", ["-lmbedcrypto"]), "sodium": ("libsodium", ["-lsodium"])}
+
+
+class Report:
+    def __init__(self) -> None:
+        self.bars: list[tuple[str, bool, str]] = []
+        self.data: dict[str, object] = {}
+
+    def bar(self, name: str, passed: bool, detail: str) -> None:
+        self.bars.append((name, passed, detail))
+        print(f"  [{'PASS' if passed else 'FAIL'}] {name}: {detail}")
+
+
+def interval(xs: list[float], spec: str = ".3f") -> str:
+    if len(xs) < 2:
+        return f"{statistics.median(xs):{spec}}"
+    lo, hi = median_ci(xs)
+    return f"{statistics.median(xs):{spec}} [{lo:{spec}}, {hi:{spec}}]"
+
+
+# ------------------------------------------------------------------ the references
+
+def build_ref(libs: list[str], workdir: str) -> str | None:
+    """bench/backend_ref.c built for the libraries this machine has; None if none."""
+    cc = os.environ.get("CC", "cc")
+    flags: list[str] = []
+    for lib in libs:
+        pc, fallback = REF_LIBS[lib]
+        r = subprocess.run(["pkg-config", "--cflags", "--libs", pc], capture_output=True, text=True)
+        flags += [f"-DREF_{lib.upper()}", *(r.stdout.split() if r.returncode == 0 else fallback)]
+    if not flags:
+        return None
+    exe = os.path.join(workdir, "backend_ref")
+    cmd = [cc, "-O2", "-o", exe, os.path.join(HERE, "backend_ref.c"), *flags]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"# could not build backend_ref: {r.stderr.strip()[-400:]}")
+        return None
+    return exe
+
+
+def ref_rate(exe: str, lib: str, mode: str, seconds: float) -> float:
+    """MB/s of the library's own loop."""
+    out = subprocess.run([exe, lib, mode, str(PAYLOAD), str(seconds)], capture_output=True,
+                         text=True, check=True).stdout
+    return float(out) / 1e6
+
+
+def openssl_rate(exe: str, cipher: str, seconds: int) -> float:
+    """MB/s of `openssl speed -elapsed -evp <cipher> -bytes 16384`."""
+    cmd = [exe, "speed", "-elapsed", "-mr", "-seconds", str(max(1, int(seconds))), "-bytes",
+           str(PAYLOAD), "-evp", cipher]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    for line in p.stdout.splitlines():
+        if line.startswith("+F:"):
+            return float(line.split(":")[-1]) / 1e6
+    raise RuntimeError(f"no +F line from {' '.join(cmd)}: {(p.stderr or p.stdout)[-300:]}")
+
+
+def ours(t: str, backend: str, scope: str, key_bits: int, min_time: float) -> float:
+    m = pcb.measure(t, payload=PAYLOAD, scope=scope, key_bits=key_bits, backend=backend,
+                    repeats=1, min_time=min_time, warmup=min(0.05, min_time))
+    return m.mb_per_s
+
+
+def bench_references(rep: Report, have: list[str], args: argparse.Namespace) -> None:
+    print(f"\n== 1. AES-128-CTR and AES-GCM at {PAYLOAD} B: pycipherbench / the library's own "
+          f"loop, {args.rounds} interleaved rounds (bar >= {BAR_REF}) ==")
+    if shutil.which("nettle-benchmark"):
+        out = subprocess.run(["nettle-benchmark", "aes128", "gcm_aes128"], capture_output=True,
+                             text=True, timeout=120).stdout
+        print("  nettle-benchmark (for information):")
+        for line in out.splitlines():
+            if "aes128" in line.lower() and ("ctr" in line.lower() or "gcm" in line.lower()):
+                print(f"    {line.strip()}")
+    else:
+        print("  (nettle-benchmark is not installed: Debian's nettle-bin does not ship it; "
+              "bench/backend_ref.c stands in for every library but OpenSSL)")
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = build_ref([b for b in have if b != "openssl"], tmp)
+        cases = []
+        for b in have:
+            if b == "openssl":
+                cases += [(b, "AES/CTR/NoPadding", "stream", 128, ("openssl", "aes-128-ctr")),
+                          (b, "AES/GCM/NoPadding", "rekey", 128, ("openssl", "aes-128-gcm"))]
+            elif exe is not None and b == "sodium":
+                cases.append((b, "AES/GCM/NoPadding", "message", 256, ("ref", "gcm")))
+            elif exe is not None:
+                cases += [(b, "AES/CTR/NoPadding", "stream", 128, ("ref", "ctr")),
+                          (b, "AES/GCM/NoPadding", "message", 128, ("ref", "gcm"))]
+        for b, t, scope, key_bits, (kind, what) in cases:
+            ratios, theirs_l, ours_l = [], [], []
+            for _ in range(args.rounds):
+                theirs = (openssl_rate(args.openssl, what, args.seconds) if kind == "openssl"
+                          else ref_rate(exe, b, what, args.seconds))  # type: ignore[arg-type]
+                mine = ours(t, b, scope, key_bits, args.min_time)
+                theirs_l.append(theirs)
+                ours_l.append(mine)
+                ratios.append(mine / theirs)
+            label = f"{b} AES-{key_bits}-{t.split('/')[1]} ({scope} scope)"
+            print(f"  {label}: ours {interval(ours_l, ',.0f')} MB/s, theirs "
+                  f"{interval(theirs_l, ',.0f')} MB/s")
+            rep.bar(f"{label} / {'openssl speed' if kind == 'openssl' else 'backend_ref'}",
+                    statistics.median(ratios) >= BAR_REF, f"ratio {interval(ratios)}")
+            rep.data[f"ref:{label}"] = {"ours": ours_l, "theirs": theirs_l, "ratios": ratios}
+
+
+def bench_per_message(rep: Report, args: argparse.Namespace) -> None:
+    print(f"\n== 2. Per-message cost at 16 B, every backend, {args.repeats} paired rounds ==")
+    avail = pcb.backends()
+    for t, key_bits in (("ChaCha20-Poly1305", 256), ("AES/GCM/NoPadding", 256)):
+        names = [b["name"] for b in avail if b["available"] and t in b["transformations"]]
+        r = pcb.sweep("cipher", transformation=t, payload=16, key_bits=key_bits, backend=names,
+                      repeats=args.repeats, min_time=args.min_time, progress=False)
+        print(f"  {t} (key {key_bits} bits, message scope):")
+        for params, m in r.items():
+            lo, hi = m.ci
+            line = f"    {params['backend']:<16} {m.ns_per_op:8.1f} ns [{lo:.1f}, {hi:.1f}]"
+            if params["backend"] != "openssl":
+                q = r.ratio({"backend": params["backend"]}, {"backend": "openssl"})
+                line += f"   x{q.estimate:.2f} of OpenSSL [{q.low:.2f}, {q.high:.2f}]"
+            print(line)
+            rep.data[f"16B:{t}:{params['backend']}"] = {"ns": m.ns_per_op, "ci": list(m.ci)}
+
+
+def bench_threads(rep: Report, have: list[str], args: argparse.Namespace) -> None:
+    print(f"\n== 3. threads=2 aggregate / threads=1, AES-128-CTR {PAYLOAD} B stream, "
+          f"{args.repeats} paired rounds (bar >= {BAR_THREADS} on a quiet 2-core machine; "
+          f"this one has {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}) ==")
+    for b in have:
+        if b == "sodium":
+            continue
+        r = pcb.sweep("cipher", transformation="AES/CTR/NoPadding", payload=PAYLOAD, scope="stream",
+                      backend=b, threads=[1, 2], repeats=args.repeats, min_time=args.min_time,
+                      progress=False)
+        q = r.ratio({"threads": 1}, {"threads": 2})  # time per op, 1 thread over 2: the speedup
+        two = r.one(threads=2)
+        rep.bar(f"{b} threads=2 speedup", q.estimate >= BAR_THREADS,
+                f"x{q.estimate:.2f} [{q.low:.2f}, {q.high:.2f}] (threads=2: "
+                f"{two.mb_per_s:,.0f} MB/s, spread {two.thread_spread or 1:.2f})")
+        rep.data[f"threads:{b}"] = {"speedup": q.estimate, "ci": [q.low, q.high]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds vs the references")
+    ap.add_argument("--repeats", type=int, default=10, help="rounds of the sweeps (sections 2, 3)")
+    ap.add_argument("--seconds", type=float, default=1.0,
+                    help="seconds per reference run (openssl speed rounds it up to whole seconds)")
+    ap.add_argument("--min-time", type=float, default=0.2, help="seconds per pycipherbench sample")
+    ap.add_argument("--quick", action="store_true", help="a smoke run: 2 rounds, short samples")
+    ap.add_argument("--strict", action="store_true", help="exit 1 if a bar fails")
+    ap.add_argument("--openssl", default="openssl", help="the openssl binary")
+    ap.add_argument("--json", metavar="FILE", help="also write the raw figures")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.rounds, args.repeats, args.seconds, args.min_time = 2, 3, 0.1, 0.01
+    have = [b["name"] for b in pcb.backends() if b["kind"] == "c" and b["available"]]
+    print(f"# backends: {', '.join(have)}; "
+          f"missing: {', '.join(b['name'] for b in pcb.backends() if not b['available']) or 'none'}")
+    rep = Report()
+    bench_references(rep, have, args)
+    bench_per_message(rep, args)
+    bench_threads(rep, have, args)
+    failed = [name for name, ok, _ in rep.bars if not ok]
+    print(f"\n# {len(rep.bars) - len(failed)} of {len(rep.bars)} bars passed"
+          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    if args.quick:
+        print("# --quick: a smoke run; the figures are rough, the bars not meaningful")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"machine": pcb.machine(), "bars": rep.bars, "data": rep.data}, f, indent=1)
+    return 1 if failed and args.strict else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
