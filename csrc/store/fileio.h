@@ -4,12 +4,12 @@
  *
  * Owns: reading a regular file whole (refused from its size before any
  * reading when too large; FIFOs and directories refused without blocking),
- * atomic replacement (a new temporary file "<dir>/.<base>.<16 hex>.tmp"
- * written and fsynced, renamed over the target, the directory fsynced: a
+ * atomic replacement (a new temporary file "<dir>/.<base>.<pid><random>.tmp",
+ * 8 hex digits each, written and fsynced, renamed over the target, the directory fsynced: a
  * crash leaves the old file or the new one), exclusive creation (the temp
  * file linked into place, which fails if another process was first), and
- * the clean-up of temporary files a crash left. Knows paths and bytes, not
- * stores or crypto. Sizes are bytes. Thread-safe (no state); concurrent
+ * the clean-up of temporary files whose writer died (never a live pid's).
+ * Knows paths and bytes, not stores or crypto. Sizes are bytes. Thread-safe (no state); concurrent
  * writers of one path are serialized by the store, not here.
  */
 #ifndef PCB_STORE_FILEIO_H
@@ -42,7 +42,8 @@ int pcb_atomic_write(const char *path, const char *dir, const char *data, size_t
 /* Creates path with data unless it exists (then *exists = 1, nothing written). */
 int pcb_atomic_create(const char *path, const char *dir, const char *data, size_t len,
                       mode_t mode, int *exists, pcb_status *st);
-/* Removes temporary files of path left in dir. */
+/* Removes temporary files of path left in dir by writers that died (their
+ * pid has no process); the store calls it only under its file lock. */
 void pcb_remove_stale_tmp(const char *path, const char *dir);
 /* The directory part of path ("." for a bare name); malloc'd, NULL on failure. */
 char *pcb_dir_of(const char *path);

@@ -44,6 +44,8 @@ typedef struct {
     const char *passphrase;
     size_t passphrase_len;
     uint64_t scrypt_n;             /* cost for a new passphrase file (0: default 2^15) */
+    double lock_timeout;           /* seconds a write waits for another writer's file lock
+                                      (0: the default, 10 s; negative: no wait) */
 } pcb_store_options;
 
 /* Where time goes in put/get, accumulated while stage clocks are on. */
