@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "store/persist.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -412,14 +413,26 @@ static int load_sealed_map(pcb_store *s, load_ctx *c, pcb_status *st)
 /* After the file's entries: the keys (master key created only for a store
  * without keysets, so a failed open never leaves a new key file behind),
  * the sealed map, and, on first launch, the new keysets written at once as
- * ESP does. */
-static int load_keys_and_rest(pcb_store *s, load_ctx *c, int *created, pcb_status *st)
+ * ESP does: under the file lock, and only if the file is still as it was
+ * read, so that two processes creating one store end with one set of
+ * keysets (*again = 1 when another writer got there first: load again). */
+static int load_keys_and_rest(pcb_store *s, load_ctx *c, int *created, int *again,
+                              pcb_status *st)
 {
-    int has_entries = s->map.live > 0 || c->sealed_text != NULL, created_master = 0;
+    int has_entries = c->m->live > 0 || c->sealed_text != NULL, created_master = 0;
     int has_keysets = c->keysets.hex[0] != NULL || c->keysets.hex[1] != NULL;
     int ok = pcb_keys_check_present(s, &c->keysets, has_entries, st)
-             && pcb_keys_load_master(s, !has_keysets, &created_master, st)
-             && pcb_keys_load(s, &c->keysets, created, st);
+             && pcb_keys_load_master(s, !has_keysets, &created_master, st);
+    if (ok && !has_keysets && (s->codec.key_keyset || s->codec.value_keyset)) {
+        pcb_file_id now;
+        ok = pcb_share_lock(s, 0, st);
+        pcb_file_id_of(s->path, &now);
+        if (ok && !pcb_file_id_same(&now, &s->share.seen_id)) {
+            *again = 1;
+            return 0;
+        }
+    }
+    ok = ok && pcb_keys_load(s, &c->keysets, created, st);
     *created |= created_master;
     if (ok && c->sealed_text != NULL)
         ok = load_sealed_map(s, c, st);
@@ -443,39 +456,35 @@ static void load_ctx_free(load_ctx *c)
 
 int pcb_persist_load(pcb_store *s, int *created, pcb_status *st)
 {
-    pcb_file_bytes f;
-    int missing, ok;
-    load_ctx c;
-    memset(&c, 0, sizeof c);
-    c.s = s;
-    c.m = &s->map;
-    c.st = st;
-    pcb_buf_init(&c.value);
-    /* Readers take no lock: every write is an atomic rename, so the file
-     * read is one writer's whole file; the lock file's counter and the
-     * file's identity, taken first, tell a later commit whether to merge. */
-    pcb_share_seen(s);
-    if (!pcb_read_whole_file(s->path, MAX_FILE, "a store (4 GiB)", &f, &missing, st))
-        return 0;
-    if (missing && s->codec.file != PCB_FILE_NATIVE) {
-        /* A new encrypted store writes its keysets at once: under the file
-         * lock, after a second look, so that two processes creating it
-         * together end with one set of keysets, not two. */
-        if (!pcb_share_lock(s, 0, st))
-            return 0;
+    for (int attempt = 0;; attempt++) {
+        pcb_file_bytes f;
+        int missing, ok, again = 0;
+        load_ctx c;
+        memset(&c, 0, sizeof c);
+        c.s = s;
+        c.m = &s->map;
+        c.st = st;
+        pcb_buf_init(&c.value);
+        /* Readers take no lock: every write is an atomic rename, so the file
+         * read is one writer's whole file; the lock file's counter and the
+         * file's identity, taken first, tell a later commit whether to merge. */
         pcb_share_seen(s);
-        if (!pcb_read_whole_file(s->path, MAX_FILE, "a store (4 GiB)", &f, &missing, st)) {
-            pcb_share_unlock(s);
+        if (!pcb_read_whole_file(s->path, MAX_FILE, "a store (4 GiB)", &f, &missing, st))
             return 0;
+        ok = missing || parse_into(s, &c, f.data, f.len, "the store file");
+        if (ok && s->codec.file != PCB_FILE_NATIVE)
+            ok = load_keys_and_rest(s, &c, created, &again, st);
+        pcb_share_unlock(s);
+        load_ctx_free(&c);
+        pcb_file_bytes_free(&f, 0); /* ciphertext, or a plain store's own public text */
+        if (!again)
+            return ok;
+        if (attempt == 8) {
+            errno = EBUSY;
+            return pcb_fail_os(st, "%s kept changing while this store was being created", s->path);
         }
+        pcb_map_clear(&s->map); /* another writer created it meanwhile: read theirs */
     }
-    ok = missing || parse_into(s, &c, f.data, f.len, "the store file");
-    if (ok && s->codec.file != PCB_FILE_NATIVE)
-        ok = load_keys_and_rest(s, &c, created, st);
-    pcb_share_unlock(s);
-    load_ctx_free(&c);
-    pcb_file_bytes_free(&f, 0); /* ciphertext, or a plain store's own public text */
-    return ok;
 }
 
 /* The file's keysets are the ones this store holds (a merge cannot mix
