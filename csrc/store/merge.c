@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/bytes.h"
 #include "store/fileio.h"
@@ -179,6 +180,14 @@ void pcb_share_written(pcb_store *s, uint64_t gen)
         }
     }
     pcb_store_unlock(s);
+}
+
+void pcb_share_after_fork_child(pcb_share *sh)
+{
+    if (sh->lock_held)
+        close(sh->lock_fd);
+    sh->lock_held = 0;
+    sh->lock_fd = -1;
 }
 
 void pcb_share_free(pcb_share *sh)
