@@ -723,7 +723,10 @@ def test_crash_safety_sigkill(tmp_path, mk, mode):
                 assert int(ready.split()[1]) == counter
                 time.sleep(rng.uniform(0.005, 0.060))
                 os.kill(p.pid, signal.SIGKILL)
-                out, err = p.communicate(timeout=30)
+                # Read through the text wrappers: readline() above may have buffered "c i"
+                # lines already, which communicate() (reading the descriptors) would miss.
+                out, err = p.stdout.read(), p.stderr.read()
+                p.wait(timeout=30)
             finally:
                 watchdog.cancel()
             assert p.returncode == -signal.SIGKILL, f"child died by itself: {err}"
