@@ -727,6 +727,8 @@ def test_crash_safety_sigkill(tmp_path, mk, mode):
                 # lines already, which communicate() (reading the descriptors) would miss.
                 out, err = p.stdout.read(), p.stderr.read()
                 p.wait(timeout=30)
+                for f in (p.stdin, p.stdout, p.stderr):
+                    f.close()
             finally:
                 watchdog.cancel()
             assert p.returncode == -signal.SIGKILL, f"child died by itself: {err}"
