@@ -14,16 +14,21 @@
 #include "store/internal.h"
 #include "store/persist.h"
 
+/* "<path>-lock", beside the file the path resolves to: writers that reach
+ * one store through different names (a symlink to it) share one lock. */
 static const char *lock_path(pcb_store *s)
 {
     pcb_share *sh = &s->share;
     if (sh->lock_path == NULL) {
-        size_t n = strlen(s->path);
+        char *real = realpath(s->path, NULL);
+        const char *p = real ? real : s->path;
+        size_t n = strlen(p);
         sh->lock_path = malloc(n + sizeof PCB_LOCK_SUFFIX);
         if (sh->lock_path != NULL) {
-            memcpy(sh->lock_path, s->path, n);
+            memcpy(sh->lock_path, p, n);
             memcpy(sh->lock_path + n, PCB_LOCK_SUFFIX, sizeof PCB_LOCK_SUFFIX);
         }
+        free(real);
     }
     return sh->lock_path;
 }
