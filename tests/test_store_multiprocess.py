@@ -34,12 +34,14 @@ OPTIONS = {
     "entries": {},
     "file": {"layout": "file"},
     "plain": {"encrypted": False},
+    "faithful-chacha": {"faithful": True, "value_encryption": "chacha20-poly1305"},
+    "passphrase-names-plain": {"passphrase": "correct horse", "key_encryption": "none"},
 }
 
 
 def _keyed(kind: str, mk: Path) -> dict:
     opts = dict(OPTIONS[kind])
-    if opts.get("encrypted", True):
+    if opts.get("encrypted", True) and "passphrase" not in opts:
         opts["master_key_file"] = str(mk)
     return opts
 
