@@ -47,7 +47,7 @@ static int try_lock(int fd)
     fl.l_whence = SEEK_SET; /* l_start = l_len = 0: the whole file */
     if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
         return 1;
-    if (errno == EAGAIN || errno == EACCES)
+    if (errno == EAGAIN || errno == EACCES || errno == EINTR)
         return 0;
     if (errno == EINVAL) { /* no OFD locks (before Linux 3.15): flock is per description too */
         if (flock(fd, LOCK_EX | LOCK_NB) == 0)
