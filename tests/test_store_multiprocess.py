@@ -265,6 +265,40 @@ def test_issue11_item6_lock_wait_times_out_naming_the_lock_file(tmp_path):
     assert path.read_bytes() == before, "a commit that timed out wrote the file"
 
 
+APPLY_WITH_TIMEOUT = """
+    import json, sys
+    from pycipherbench import store
+    path, opts = sys.argv[1], json.loads(sys.argv[2])
+    s = store.open(path, lock_timeout=0.3, **opts)
+    s.edit().put_string("pending", "1").apply()
+    try:
+        s.flush()
+        print("flushed")
+    except TimeoutError as exc:
+        print("timeout", exc)
+    try:
+        s.close()
+    except OSError:
+        pass
+"""
+
+
+def test_issue11_item6_background_write_lock_timeout_is_reported(tmp_path):
+    """apply()'s background write waits for the lock like commit() does, and its timeout
+    reaches flush() instead of hanging it."""
+    path, opts = tmp_path / "held-apply.xml", _keyed("entries", tmp_path / "master.key")
+    with store.open(path, **opts) as s:
+        s.edit().put_string("k", "v").commit()
+    release = tmp_path / "release"
+    holder = _hold_lock(path, release)
+    try:
+        out = _finish(_spawn(APPLY_WITH_TIMEOUT, str(path), json.dumps(opts)))
+    finally:
+        release.touch()
+        _finish(holder)
+    assert out.startswith("timeout") and f"{os.path.realpath(path)}-lock" in out, out
+
+
 def test_issue11_item6_lock_timeout_option_is_checked(tmp_path):
     for bad in (-1, float("inf"), float("nan")):
         with pytest.raises(ValueError, match="lock_timeout"):

@@ -21,7 +21,9 @@
  *
  * Locking: pcb_share_note* with the store lock held; pcb_share_lock,
  * _unlock and _written with io_lock held (the file lock is taken after
- * io_lock and before the store lock). Never called with the GIL held: the
+ * io_lock and before the store lock; only a new store's first write at
+ * open, before any other thread can reach the store, takes io_lock inside
+ * it). Never called with the GIL held: the
  * file lock may wait up to lock_timeout seconds.
  */
 #ifndef PCB_STORE_MERGE_H
