@@ -103,6 +103,7 @@ class Store:
         layout: str = "entries",
         faithful: bool = False,
         scrypt_n: int = 0,
+        lock_timeout: float = 10.0,
     ) -> Store: ...
     @property
     def heap_bytes(self) -> int: ...

@@ -386,6 +386,7 @@ def open(  # noqa: A001 - the module's verb, as in io.open
     layout: Layout = "entries",
     faithful: bool = False,
     scrypt_n: int = 0,
+    lock_timeout: float = 10.0,
 ) -> Store:
     """Open the store at ``path``, creating it (and its keys) on first use.
 
@@ -407,6 +408,10 @@ def open(  # noqa: A001 - the module's verb, as in io.open
             (the whole map sealed with one AEAD per commit, like DataStore + Tink).
         faithful: repeat ESP's per-call work (fresh key schedules, S2V from
             scratch, per-nonce CSPRNG calls, getAll re-encrypting names). Same file format.
+        lock_timeout: seconds a write (commit, apply's background write, rotate,
+            a new store's first write) waits for another writer's lock on
+            ``<path>-lock`` before it fails with :class:`TimeoutError`; 0 tries
+            once. Reads never wait. See the README's "What the store promises".
     """
     for flag, value in (("encrypted", encrypted), ("cache", cache), ("faithful", faithful)):
         if not isinstance(value, bool):
@@ -415,7 +420,7 @@ def open(  # noqa: A001 - the module's verb, as in io.open
                    value_encryption=value_encryption, cache=cache, layout=layout,
                    faithful=faithful)
     store = _core.Store(path, master_key_file=master_key_file, passphrase=passphrase,
-                        scrypt_n=scrypt_n, **options)
+                        scrypt_n=scrypt_n, lock_timeout=lock_timeout, **options)
     return Store(store, options)
 
 

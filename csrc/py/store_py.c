@@ -13,9 +13,11 @@
 
 #include <structmember.h> /* PyMemberDef before 3.12 */
 
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "store/lock.h"
 #include "store/store.h"
 
 typedef struct {
@@ -172,16 +174,27 @@ typedef struct {
 static int store_open_parse(PyObject *args, PyObject *kwargs, store_open_args *a)
 {
     static char *kwlist[] = {"path", "master_key_file", "passphrase", "encrypted", "key_encryption",
-                             "value_encryption", "cache", "layout", "faithful", "scrypt_n", NULL};
+                             "value_encryption", "cache", "layout", "faithful", "scrypt_n",
+                             "lock_timeout", NULL};
     PyObject *path_obj, *mk_obj = Py_None, *pw_obj = Py_None, *scrypt_obj = NULL;
     const char *keyenc = "siv", *valenc = "gcm", *layout = "entries";
     int encrypted = 1, cache = 0, faithful = 0;
     uint64_t scrypt_n = 0;
+    double lock_timeout = PCB_LOCK_DEFAULT_TIMEOUT;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOpsspspO:Store", kwlist, &path_obj,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOpsspspOd:Store", kwlist, &path_obj,
                                      &mk_obj, &pw_obj, &encrypted, &keyenc, &valenc, &cache,
-                                     &layout, &faithful, &scrypt_obj))
+                                     &layout, &faithful, &scrypt_obj, &lock_timeout))
         return 0;
+    if (!isfinite(lock_timeout) || lock_timeout < 0) {
+        PyObject *v = PyFloat_FromDouble(lock_timeout);
+        if (v != NULL) {
+            PyErr_Format(PyExc_ValueError, "lock_timeout must be a finite number of seconds >= 0 "
+                         "(how long a write waits for another writer), got %R", v);
+            Py_DECREF(v);
+        }
+        return 0;
+    }
     if (path_obj == Py_None) {
         PyErr_SetString(PyExc_TypeError,
                         "path: expected str, bytes or os.PathLike object, not NoneType");
@@ -205,6 +218,7 @@ static int store_open_parse(PyObject *args, PyObject *kwargs, store_open_args *a
         return 0;
     a->opt.master_key_file = a->mk ? PyBytes_AS_STRING(a->mk) : NULL;
     a->opt.scrypt_n = scrypt_n;
+    a->opt.lock_timeout = lock_timeout > 0 ? lock_timeout : -1; /* C: 0 is the default, < 0 no wait */
     return 1;
 }
 
@@ -591,7 +605,7 @@ static PyMemberDef Store_members[] = {
 PyDoc_STRVAR(Store_doc,
              "Store(path, *, master_key_file=None, passphrase=None, encrypted=True,\n"
              "      key_encryption='siv', value_encryption='gcm', cache=False, layout='entries',\n"
-             "      faithful=False, scrypt_n=0)\n\n"
+             "      faithful=False, scrypt_n=0, lock_timeout=10.0)\n\n"
              "The C store; use pycipherbench.store.open() for the documented API.");
 
 static PyType_Slot Store_slots[] = {

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "store/bench.h"
+#include "store/lock.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -158,11 +159,14 @@ static int populate(bench *b, pcb_status *st)
 
 static void unlink_store_files(bench *b)
 {
-    char scrypt_path[PATH_MAX + 8];
+    char side[PATH_MAX + 8];
     unlink(b->path);
     unlink(b->key_path);
-    snprintf(scrypt_path, sizeof scrypt_path, "%s.scrypt", b->path);
-    unlink(scrypt_path);
+    snprintf(side, sizeof side, "%s.scrypt", b->path);
+    unlink(side);
+    /* The bench's own store, no other writer: its lock file goes too. */
+    snprintf(side, sizeof side, "%s" PCB_LOCK_SUFFIX, b->path);
+    unlink(side);
 }
 
 /* Puts of existing names with a fresh value each time (as an app updating). */

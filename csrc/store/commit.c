@@ -149,6 +149,7 @@ static int apply_ops(pcb_store *s, pcb_edit *e, pcb_status *st)
         ops = &redone;
     }
     if (e->clear & 1) {
+        pcb_share_note_clear(s); /* other writers' entries go too (merge.h) */
         pcb_map_clear(&s->map);
         if (s->opt.cache)
             pcb_map_clear(&s->plain_cache);
@@ -170,6 +171,7 @@ static int apply_ops(pcb_store *s, pcb_edit *e, pcb_status *st)
             ok = pcb_map_put(&s->map, sname, sl, 0, svalue, vl) || pcb_oom(st);
         else
             pcb_map_remove(&s->map, sname, sl);
+        ok = ok && pcb_share_note(s, sname, sl, st); /* merged over other writers' (merge.h) */
         if (s->opt.cache)
             pcb_map_remove(&s->plain_cache, name, nl);
         off += OP_HEADER + nl + sl + vl + pl;

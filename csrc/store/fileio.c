@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,13 +215,14 @@ int pcb_fsync_dir(const char *dir)
     return ok;
 }
 
-/* The temporary files of path: "<dir>/.<base>.<random>.tmp". */
-static void tmp_name_of(const char *path, char *out, size_t cap, unsigned long long nonce)
+/* The temporary files of path: "<dir>/.<base>.<pid><random>.tmp", the
+ * writer's pid and 32 random bits, 8 hex digits each. */
+static void tmp_name_of(const char *path, char *out, size_t cap, unsigned pid, unsigned nonce)
 {
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
     int dir_len = slash ? (int)(slash - path + 1) : 0;
-    snprintf(out, cap, "%.*s.%s.%016llx.tmp", dir_len, path, base, nonce);
+    snprintf(out, cap, "%.*s.%s.%08x%08x.tmp", dir_len, path, base, pid, nonce);
 }
 
 /* Writes data to a new temporary file beside path (its name into tmp) and
@@ -230,10 +232,10 @@ static void tmp_name_of(const char *path, char *out, size_t cap, unsigned long l
 static int write_tmp(const char *path, const char *data, size_t len, mode_t mode,
                      const struct stat *keep, char *tmp, size_t tmp_cap, pcb_status *st)
 {
-    unsigned long long r;
+    unsigned r;
     if (RAND_bytes((unsigned char *)&r, sizeof r) != 1)
         return pcb_fail_openssl(st, "drawing a temporary file name");
-    tmp_name_of(path, tmp, tmp_cap, r);
+    tmp_name_of(path, tmp, tmp_cap, (unsigned)getpid(), r);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd < 0)
         return pcb_fail_os(st, "cannot write %s (creating a temporary file beside it)", path);
@@ -355,7 +357,7 @@ int pcb_check_name_fits(const char *path, const char *what, pcb_status *st)
     char tmp[PATH_MAX + 64];
     const char *slash = strrchr(path, '/');
     size_t bl = strlen(slash ? slash + 1 : path);
-    tmp_name_of(path, tmp, sizeof tmp, 0);
+    tmp_name_of(path, tmp, sizeof tmp, 0, 0);
     slash = strrchr(tmp, '/');
     size_t tl = strlen(slash ? slash + 1 : tmp);
     if (tl <= NAME_MAX)
@@ -396,6 +398,28 @@ int pcb_same_file(const char *a, const char *b)
 }
 
 /* Removes temporary files a crash left behind for this store. */
+
+/* 1 if the temp file name's pid (its first 8 hex digits) is provably
+ * dead: no such process here. A live pid, one we may not signal, or a name
+ * we cannot read counts as alive. */
+static int owner_dead(const char *hex)
+{
+    char pid_text[9];
+    memcpy(pid_text, hex, 8);
+    pid_text[8] = '\0';
+    char *end;
+    unsigned long pid = strtoul(pid_text, &end, 16);
+    if (*end != '\0' || pid == 0)
+        return 0;
+    if (pid > INT_MAX)
+        return 1; /* no process has such a pid (older names were all random) */
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Removes temporary files that writers which died left behind for this
+ * store. Called only under the store's file lock: every live writer that
+ * takes it writes its temp files only while holding it, so these are
+ * leftovers; the pid check spares a writer that does not take the lock. */
 void pcb_remove_stale_tmp(const char *path, const char *dir)
 {
     const char *slash = strrchr(path, '/');
@@ -410,7 +434,7 @@ void pcb_remove_stale_tmp(const char *path, const char *dir)
     while ((e = readdir(d)) != NULL) {
         size_t n = strlen(e->d_name);
         if (n == pl + 16 + 4 && strncmp(e->d_name, prefix, pl) == 0
-            && strcmp(e->d_name + n - 4, ".tmp") == 0)
+            && strcmp(e->d_name + n - 4, ".tmp") == 0 && owner_dead(e->d_name + pl))
             unlinkat(dirfd(d), e->d_name, 0);
     }
     closedir(d);

@@ -7,14 +7,15 @@
  * hold a NUL; FIFOs and directories refused without blocking), reading a private
  * key file (no symbolic link, owned by the user, mode 0600 or stricter,
  * checked on the open descriptor), atomic replacement (a new temporary file
- * "<dir>/.<base>.<16 hex>.tmp" written and fsynced, renamed over the
- * target, the directory fsynced: a crash leaves the old file or the new
- * one; a symbolic link is kept and its target replaced; an existing file
- * keeps its mode and, where permitted, its owner), exclusive creation (the
- * temp file linked into place, which fails if another process was first),
- * whether a file name leaves room for its temporary file, whether two paths
- * name one file, and the clean-up of temporary files a crash left. Knows paths and bytes, not
- * stores or crypto. Sizes are bytes. Thread-safe (no state); concurrent
+ * "<dir>/.<base>.<pid><random>.tmp", 8 hex digits each, written and
+ * fsynced, renamed over the target, the directory fsynced: a crash leaves
+ * the old file or the new one; a symbolic link is kept and its target
+ * replaced; an existing file keeps its mode and, where permitted, its
+ * owner), exclusive creation (the temp file linked into place, which fails
+ * if another process was first), whether a file name leaves room for its
+ * temporary file, whether two paths name one file, and the clean-up of
+ * temporary files whose writer died (never a live pid's). Knows paths and
+ * bytes, not stores or crypto. Sizes are bytes. Thread-safe (no state); concurrent
  * writers of one path are serialized by the store, not here.
  */
 #ifndef PCB_STORE_FILEIO_H
@@ -64,7 +65,8 @@ int pcb_check_name_fits(const char *path, const char *what, pcb_status *st);
 /* Whether a and b name one file: the same inode when both exist, else the
  * same path once links are followed and directories made canonical. */
 int pcb_same_file(const char *a, const char *b);
-/* Removes temporary files of path left in dir. */
+/* Removes temporary files of path left in dir by writers that died (their
+ * pid has no process); the store calls it only under its file lock. */
 void pcb_remove_stale_tmp(const char *path, const char *dir);
 /* The directory part of path ("." for a bare name); malloc'd, NULL on failure. */
 char *pcb_dir_of(const char *path);

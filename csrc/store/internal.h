@@ -15,6 +15,8 @@
  *              fresh keys, keys found by id (keyset.h)
  *   persist.c  the file's bytes for the map (serialize) and the map from
  *              the file's bytes (load) (persist.h)
+ *   lock.c     the writers' file lock and its change counter (lock.h)
+ *   merge.c    sharing the file: lock, re-read and merge (merge.h)
  *   store.c    open, close, flush, reads, accounting (store.h)
  *   commit.c   editors, commit and apply, the background writer (store.h)
  *   rotate.c   key rotation (store.h)
@@ -23,7 +25,9 @@
  *
  * Locking: `lock` guards the map, the keys, the crypto contexts, the
  * generations and the stage clocks; `io_lock` serializes file writes and is
- * taken before `lock` when both are held.
+ * taken before `lock` when both are held. The file lock (merge.h), which
+ * serializes writers across processes and Store objects, is taken after
+ * io_lock and before `lock`.
  */
 #ifndef PCB_STORE_INTERNAL_H
 #define PCB_STORE_INTERNAL_H
@@ -39,6 +43,7 @@
 #include "crypto/siv.h"
 #include "format/tinkpb.h"
 #include "store/map.h"
+#include "store/merge.h"
 #include "store/store.h"
 
 #define KEY_KEYSET "__androidx_security_crypto_encrypted_prefs_key_keyset__"
@@ -149,6 +154,8 @@ struct pcb_store {
     uint64_t stage_ns[PCB_STAGE_COUNT];
 
     pcb_buf scratch; /* name/AAD encodings under the lock */
+
+    pcb_share share; /* other writers of the file (merge.h); io_lock */
 };
 
 struct pcb_edit {

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "store/persist.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,7 @@
 #include "store/codec.h"
 #include "store/fileio.h"
 #include "store/keys.h"
+#include "store/merge.h"
 
 /* ------------------------------------------------------- serialization */
 
@@ -132,6 +134,12 @@ static int serialize(pcb_store *s, pcb_buf *b, pcb_status *st)
 
 int pcb_persist_write(pcb_store *s, uint64_t *gen, pcb_status *st)
 {
+    /* Other writers: the file lock (unless the caller holds it), and their
+     * changes merged in if the file changed since this store saw it. */
+    int took = !s->share.lock_held;
+    *gen = 0;
+    if (!pcb_share_lock(s, 1, st))
+        return 0;
     pcb_buf b;
     pcb_buf_init(&b);
     pcb_store_lock(s);
@@ -143,7 +151,11 @@ int pcb_persist_write(pcb_store *s, uint64_t *gen, pcb_status *st)
         ok = pcb_atomic_write(s->path, s->dir, b.data, b.len, 0600, st);
         STAGE_END(s, PCB_STAGE_IO);
     }
+    if (ok)
+        pcb_share_written(s, *gen);
     pcb_buf_free(&b);
+    if (took)
+        pcb_share_unlock(s);
     return ok;
 }
 
@@ -153,6 +165,7 @@ int pcb_persist_write(pcb_store *s, uint64_t *gen, pcb_status *st)
 
 typedef struct {
     pcb_store *s;
+    pcb_map *m; /* the map records go into: the store's, or a merge's fresh one */
     pcb_status *st;
     pcb_keyset_text keysets;
     char *sealed_text;
@@ -189,7 +202,7 @@ static uint8_t *dec_scratch(load_ctx *c, size_t n)
  * its name is already there. */
 static int load_file_oldest(load_ctx *c)
 {
-    pcb_map *m = &c->s->map;
+    pcb_map *m = c->m;
     uint64_t h = c->ahead[c->ahead_head].h;
     uint32_t ref = c->ahead[c->ahead_head].ref;
     c->ahead_head = (c->ahead_head + 1) % LOAD_AHEAD;
@@ -214,7 +227,7 @@ static int load_flush(load_ctx *c)
  * it rebuilds from the arena, so everything queued is filed first. */
 static int load_room(load_ctx *c)
 {
-    pcb_map *m = &c->s->map;
+    pcb_map *m = c->m;
     if ((m->live + m->tombs + c->n_ahead + 1) * 4 <= (m->mask + 1) * 3)
         return 1;
     return load_flush(c) && (pcb_map_room_for_one(m) || pcb_oom(c->st));
@@ -224,7 +237,7 @@ static int load_room(load_ctx *c)
  * LOAD_AHEAD records later, when the fetch has landed. */
 static int load_queue(load_ctx *c, uint32_t ref)
 {
-    pcb_map *m = &c->s->map;
+    pcb_map *m = c->m;
     const rec_header *r = rec_at(m, ref);
     uint64_t h = pcb_map_hash(m->seed, rec_name(r), r->name_len & LEN_MASK);
     __builtin_prefetch(&m->slots[h & m->mask], 1);
@@ -246,7 +259,7 @@ static int load_record(load_ctx *c, const uint8_t *name, size_t nl, uint32_t fla
                         "up to 512 MiB, values up to 4 GiB)", c->s->path);
     if (!load_room(c))
         return 0;
-    uint32_t ref = pcb_map_append(&c->s->map, name, nl, flags, value, vl);
+    uint32_t ref = pcb_map_append(c->m, name, nl, flags, value, vl);
     return ref != 0 ? load_queue(c, ref) : pcb_oom(c->st);
 }
 
@@ -295,13 +308,13 @@ static int load_encrypted_entry(load_ctx *c, const pcb_pref_entry *e)
         /* The common case: Base64 decoded straight into the new record. */
         if (!load_room(c))
             return 0;
-        uint8_t *rec = pcb_map_tail(&s->map, pcb_b64_decoded_max(nl), pcb_b64_decoded_max(vl));
+        uint8_t *rec = pcb_map_tail(c->m, pcb_b64_decoded_max(nl), pcb_b64_decoded_max(vl));
         if (rec == NULL)
             return pcb_oom(c->st);
         size_t dn = pcb_b64_decode(e->name, nl, rec);
         size_t dv = dn == (size_t)-1 ? dn : pcb_b64_decode(e->text, vl, rec + dn);
         if (dn != (size_t)-1 && dv != (size_t)-1)
-            return load_queue(c, pcb_map_append_tail(&s->map, dn, dv));
+            return load_queue(c, pcb_map_append_tail(c->m, dn, dv));
     }
     uint8_t *buf = dec_scratch(c, pcb_b64_decoded_max(nl) + pcb_b64_decoded_max(vl));
     if (buf == NULL)
@@ -356,14 +369,14 @@ static int parse_into(pcb_store *s, load_ctx *c, const char *data, size_t len, c
     size_t lines = 1;
     for (const char *q = data, *end = data + len; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
         lines++;
-    if ((lines > s->map.mask / 2 && !pcb_map_rehash(&s->map, lines)) || !pcb_map_reserve(&s->map, len))
+    if ((lines > c->m->mask / 2 && !pcb_map_rehash(c->m, lines)) || !pcb_map_reserve(c->m, len))
         return pcb_oom(c->st);
     /* The map finds duplicate names itself, so the parser need not copy them all. */
     int rc = pcb_prefs_parse_flags(data, len, PCB_PREFS_ALLOW_DUPLICATES, load_entry, c, err, sizeof err);
     if (rc == 0 && !load_flush(c))
         return 0;
     if (rc == 0)
-        pcb_map_trim(&s->map);
+        pcb_map_trim(c->m);
     if (rc == -1)
         return pcb_fail(c->st, PCB_E_FORMAT, "%s is not a valid SharedPreferences XML file (%s): %s",
                         s->path, what, err);
@@ -430,14 +443,26 @@ static int load_sealed_map(pcb_store *s, load_ctx *c, pcb_status *st)
 /* After the file's entries: the keys (master key created only for a store
  * without keysets, so a failed open never leaves a new key file behind),
  * the sealed map, and, on first launch, the new keysets written at once as
- * ESP does. */
-static int load_keys_and_rest(pcb_store *s, load_ctx *c, int *created, pcb_status *st)
+ * ESP does: under the file lock, and only if the file is still as it was
+ * read, so that two processes creating one store end with one set of
+ * keysets (*again = 1 when another writer got there first: load again). */
+static int load_keys_and_rest(pcb_store *s, load_ctx *c, int *created, int *again,
+                              pcb_status *st)
 {
-    int has_entries = s->map.live > 0 || c->sealed_text != NULL, created_master = 0;
+    int has_entries = c->m->live > 0 || c->sealed_text != NULL, created_master = 0;
     int has_keysets = c->keysets.hex[0] != NULL || c->keysets.hex[1] != NULL;
     int ok = pcb_keys_check_present(s, &c->keysets, has_entries, st)
-             && pcb_keys_load_master(s, !has_keysets, &created_master, st)
-             && pcb_keys_load(s, &c->keysets, created, st);
+             && pcb_keys_load_master(s, !has_keysets, &created_master, st);
+    if (ok && !has_keysets && (s->codec.key_keyset || s->codec.value_keyset)) {
+        pcb_file_id now;
+        ok = pcb_share_lock(s, 0, st);
+        pcb_file_id_of(s->path, &now);
+        if (ok && !pcb_file_id_same(&now, &s->share.seen_id)) {
+            *again = 1;
+            return 0;
+        }
+    }
+    ok = ok && pcb_keys_load(s, &c->keysets, created, st);
     *created |= created_master;
     if (ok && c->sealed_text != NULL)
         ok = load_sealed_map(s, c, st);
@@ -454,25 +479,87 @@ static int load_keys_and_rest(pcb_store *s, load_ctx *c, int *created, pcb_statu
     return ok;
 }
 
+static void load_ctx_free(load_ctx *c)
+{
+    for (int k = 0; k < 2; k++)
+        pcb_wipe_free(c->keysets.hex[k], c->keysets.len[k]);
+    free(c->sealed_text);
+    pcb_buf_free(&c->value);
+    pcb_wipe_free(c->dec, c->dec_cap);
+}
+
 int pcb_persist_load(pcb_store *s, int *created, pcb_status *st)
+{
+    for (int attempt = 0;; attempt++) {
+        pcb_file_bytes f;
+        int missing, ok, again = 0;
+        load_ctx c;
+        memset(&c, 0, sizeof c);
+        c.s = s;
+        c.m = &s->map;
+        c.st = st;
+        pcb_buf_init(&c.value);
+        /* Readers take no lock: every write is an atomic rename, so the file
+         * read is one writer's whole file; the lock file's counter and the
+         * file's identity, taken first, tell a later commit whether to merge. */
+        pcb_share_seen(s);
+        if (!pcb_read_whole_text(s->path, MAX_FILE, "a store (4 GiB)", &f, &missing, st))
+            return 0;
+        ok = missing || parse_into(s, &c, f.data, f.len, "the store file");
+        if (ok && s->codec.file != PCB_FILE_NATIVE)
+            ok = load_keys_and_rest(s, &c, created, &again, st);
+        pcb_share_unlock(s);
+        load_ctx_free(&c);
+        pcb_file_bytes_free(&f, 0); /* ciphertext, or a plain store's own public text */
+        if (!again)
+            return ok;
+        if (attempt == 8) {
+            errno = EBUSY;
+            return pcb_fail_os(st, "%s kept changing while this store was being created", s->path);
+        }
+        pcb_map_clear(&s->map); /* another writer created it meanwhile: read theirs */
+    }
+}
+
+/* The file's keysets are the ones this store holds (a merge cannot mix
+ * entries sealed under two keysets). */
+static int same_keysets(pcb_store *s, const load_ctx *c, pcb_status *st)
+{
+    int empty = c->m->live == 0 && c->sealed_text == NULL;
+    for (int k = 0; k < 2; k++) {
+        int used = k ? s->codec.value_keyset : s->codec.key_keyset;
+        const pcb_buf *ours = &s->keyset_text[k];
+        if (c->keysets.hex[k] == NULL ? (used && !empty)
+                                      : (!used || c->keysets.len[k] != ours->len
+                                         || memcmp(c->keysets.hex[k], ours->data, ours->len) != 0))
+            return pcb_fail(st, PCB_E_FORMAT, "%s was re-keyed by another writer (rotate) or "
+                            "replaced since this store read it; its entries cannot be merged: "
+                            "reopen the store (nothing was written)", s->path);
+    }
+    return 1;
+}
+
+int pcb_persist_read_map(pcb_store *s, pcb_map *into, pcb_status *st)
 {
     pcb_file_bytes f;
     int missing, ok;
     load_ctx c;
     memset(&c, 0, sizeof c);
     c.s = s;
+    c.m = into;
     c.st = st;
     pcb_buf_init(&c.value);
     if (!pcb_read_whole_text(s->path, MAX_FILE, "a store (4 GiB)", &f, &missing, st))
         return 0;
     ok = missing || parse_into(s, &c, f.data, f.len, "the store file");
-    if (ok && s->codec.file != PCB_FILE_NATIVE)
-        ok = load_keys_and_rest(s, &c, created, st);
-    for (int k = 0; k < 2; k++)
-        pcb_wipe_free(c.keysets.hex[k], c.keysets.len[k]);
-    free(c.sealed_text);
-    pcb_buf_free(&c.value);
-    pcb_wipe_free(c.dec, c.dec_cap);
-    pcb_file_bytes_free(&f, 0); /* ciphertext, or a plain store's own public text */
+    if (ok && !missing && s->codec.file != PCB_FILE_NATIVE)
+        ok = same_keysets(s, &c, st);
+    if (ok && c.sealed_text != NULL) {
+        pcb_store_lock(s); /* the value AEAD's contexts are shared with readers */
+        ok = load_sealed_map(s, &c, st);
+        pcb_store_unlock(s);
+    }
+    load_ctx_free(&c);
+    pcb_file_bytes_free(&f, 0);
     return ok;
 }

@@ -14,11 +14,17 @@
 
 #include "store/internal.h"
 
-/* Serializes under the lock, then writes atomically (io_lock held by the
- * caller). *gen gets the generation written. 1, or 0 with st set. */
+/* Takes the file lock (unless held), merges what other writers changed
+ * (store/merge.h), serializes under the lock, then writes atomically
+ * (io_lock held by the caller). *gen gets the generation written. 1, or 0
+ * with st set. */
 int pcb_persist_write(pcb_store *s, uint64_t *gen, pcb_status *st);
 /* Loads the file into the empty map, with its keys (or new ones for a new
  * store: *created = 1). 1, or 0 with st set. */
 int pcb_persist_load(pcb_store *s, int *created, pcb_status *st);
+/* Reads the file as it is now into the empty map `into` (the merge's
+ * fresh map), refusing a file sealed under other keysets; a missing file
+ * gives an empty map. File lock held. 1, or 0 with st set. */
+int pcb_persist_read_map(pcb_store *s, pcb_map *into, pcb_status *st);
 
 #endif /* PCB_STORE_PERSIST_H */

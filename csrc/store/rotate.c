@@ -195,9 +195,11 @@ int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status 
     pcb_buf_init(&d.names);
     pcb_buf_init(&d.values);
     pthread_mutex_lock(&s->io_lock);
+    /* Other writers wait until the new file is in place; their changes so far are merged first. */
+    int locked = pcb_share_lock(s, 1, st);
     pcb_store_lock(s);
     /* 1. Every entry decrypted under the old keys (the seed's migration). */
-    int ok = pcb_store_all_locked(s, dump_entry, &d, st) || (st->code ? 0 : pcb_oom(st));
+    int ok = locked && (pcb_store_all_locked(s, dump_entry, &d, st) || (st->code ? 0 : pcb_oom(st)));
     save_keys(s, &k);
     /* 2. A new master key when asked; 3. new keysets, every entry again. */
     if (ok && new_opt != NULL && (new_opt->master_key_file || new_opt->passphrase))
@@ -215,6 +217,7 @@ int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status 
     if (have_fresh)
         pcb_map_free(&fresh);
     pcb_store_unlock(s);
+    pcb_share_unlock(s);
     pthread_mutex_unlock(&s->io_lock);
     pcb_buf_free(&d.names);
     pcb_buf_free(&d.values);

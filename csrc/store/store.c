@@ -39,6 +39,7 @@ static void store_free(pcb_store *s)
     pcb_buf_free(&s->scratch);
     pcb_buf_free(&s->keyset_text[0]);
     pcb_buf_free(&s->keyset_text[1]);
+    pcb_share_free(&s->share);
     free(s->path);
     free(s->dir);
     free(s->store_name);
@@ -156,7 +157,6 @@ pcb_store *pcb_store_open(const char *path, const pcb_store_options *opt,
         store_free(s);
         return NULL;
     }
-    pcb_remove_stale_tmp(s->path, s->dir);
     if (!pcb_persist_load(s, &created_keys, st)) {
         store_free(s);
         return NULL;

@@ -11,7 +11,9 @@
  * "faithful" mode that repeats ESP's per-call work, and the stage clocks and
  * heap accounting the benchmarks read. No Python: every call takes a
  * pcb_status and may run without the GIL. Thread-safe: one mutex guards the
- * map and keys, another serializes file writes.
+ * map and keys, another serializes file writes; across processes and store
+ * objects, writes take a file lock and merge other writers' changes per key
+ * (store/merge.h), reads take none.
  *
  * Values cross this API in ESP's plaintext serialization: a big-endian int32
  * type id (pcb_pref_type) followed by the payload (string: int32 length +
@@ -44,6 +46,8 @@ typedef struct {
     const char *passphrase;
     size_t passphrase_len;
     uint64_t scrypt_n;             /* cost for a new passphrase file (0: default 2^15) */
+    double lock_timeout;           /* seconds a write waits for another writer's file lock
+                                      (0: the default, 10 s; negative: no wait) */
 } pcb_store_options;
 
 /* The largest scrypt_n a new passphrase file may ask for (with r = 8 it

@@ -1,0 +1,206 @@
+/*
+ * store/merge.c — the file lock's use by a store, and the merge with other
+ * writers' changes (see merge.h).
+ */
+#define _GNU_SOURCE
+#include "store/merge.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/bytes.h"
+#include "store/fileio.h"
+#include "store/internal.h"
+#include "store/persist.h"
+
+/* "<path>-lock", beside the file the path resolves to: writers that reach
+ * one store through different names (a symlink to it) share one lock. */
+static const char *lock_path(pcb_store *s)
+{
+    pcb_share *sh = &s->share;
+    if (sh->lock_path == NULL) {
+        char *real = realpath(s->path, NULL);
+        const char *p = real ? real : s->path;
+        size_t n = strlen(p);
+        sh->lock_path = malloc(n + sizeof PCB_LOCK_SUFFIX);
+        if (sh->lock_path != NULL) {
+            memcpy(sh->lock_path, p, n);
+            memcpy(sh->lock_path + n, PCB_LOCK_SUFFIX, sizeof PCB_LOCK_SUFFIX);
+        }
+        free(real);
+    }
+    return sh->lock_path;
+}
+
+int pcb_share_note(pcb_store *s, const uint8_t *sname, size_t len, pcb_status *st)
+{
+    pcb_share *sh = &s->share;
+    if (!sh->dirty_ready) {
+        if (!pcb_map_init(&sh->dirty, 16, 0))
+            return pcb_oom(st);
+        sh->dirty_ready = 1;
+    }
+    uint8_t gen[8];
+    uint64_t g = s->mem_gen + 1;
+    pcb_store_le32(gen, (uint32_t)g);
+    pcb_store_le32(gen + 4, (uint32_t)(g >> 32));
+    return pcb_map_put(&sh->dirty, sname, len, 0, gen, sizeof gen) || pcb_oom(st);
+}
+
+void pcb_share_note_clear(pcb_store *s)
+{
+    s->share.clear_gen = s->mem_gen + 1;
+    if (s->share.dirty_ready)
+        pcb_map_clear(&s->share.dirty); /* the clear covers every earlier change */
+}
+
+void pcb_share_seen(pcb_store *s)
+{
+    const char *lp = lock_path(s);
+    s->share.seen_counter = lp ? pcb_lock_peek_counter(lp) : 0;
+    pcb_file_id_of(s->path, &s->share.seen_id); /* after the counter: see lock.h */
+}
+
+/* This store's changes since its last write put on top of fresh, the file
+ * as another writer left it (store lock held). 1, or 0 out of memory. */
+static int apply_dirty(pcb_store *s, pcb_map *fresh, pcb_status *st)
+{
+    const rec_header *d;
+    if (!s->share.dirty_ready)
+        return 1;
+    PCB_MAP_FOREACH(&s->share.dirty, d) {
+        const uint8_t *name = rec_name(d);
+        size_t nl = d->name_len & LEN_MASK;
+        const rec_header *r = pcb_map_find(&s->map, name, nl);
+        if (r == NULL)
+            pcb_map_remove(fresh, name, nl);
+        else if (!pcb_map_put(fresh, name, nl, r->name_len & BAD_BIT, rec_value(r), r->value_len))
+            return pcb_oom(st);
+    }
+    return pcb_map_maybe_compact(fresh) || pcb_oom(st);
+}
+
+/* Reads the file again if another writer changed it and merges (file lock
+ * held). 1, or 0 with st set (memory unchanged). */
+static int refresh(pcb_store *s, pcb_status *st)
+{
+    pcb_share *sh = &s->share;
+    pcb_file_id id;
+    uint64_t counter = pcb_lock_counter(sh->lock_fd);
+    pcb_file_id_of(s->path, &id); /* before the read: a later change shows next time */
+    if (counter == sh->seen_counter && pcb_file_id_same(&id, &sh->seen_id))
+        return 1;
+    pcb_map fresh;
+    if (!pcb_map_init(&fresh, 16, s->map.secret))
+        return pcb_oom(st);
+    int ok = pcb_persist_read_map(s, &fresh, st);
+    if (ok) {
+        pcb_store_lock(s);
+        if (sh->clear_gen == 0) { /* else the unwritten clear() wins: the map stays ours */
+            ok = apply_dirty(s, &fresh, st);
+            if (ok) {
+                pcb_map old = s->map;
+                s->map = fresh;
+                fresh = old;
+                if (s->opt.cache)
+                    pcb_map_clear(&s->plain_cache);
+            }
+        }
+        pcb_store_unlock(s);
+    }
+    pcb_map_free(&fresh); /* the old map, or the unused fresh one */
+    if (ok) {
+        sh->seen_counter = counter;
+        sh->seen_id = id;
+    }
+    return ok;
+}
+
+/* Removes the temp files of writers that died (file lock held, once). */
+static void sweep(pcb_store *s)
+{
+    if (!s->share.swept)
+        pcb_remove_stale_tmp(s->path, s->dir);
+    s->share.swept = 1;
+}
+
+int pcb_share_lock(pcb_store *s, int merge, pcb_status *st)
+{
+    pcb_share *sh = &s->share;
+    if (sh->lock_held)
+        return !merge || refresh(s, st);
+    const char *lp = lock_path(s);
+    if (lp == NULL)
+        return pcb_oom(st);
+    double t = s->opt.lock_timeout;
+    t = t == 0 ? PCB_LOCK_DEFAULT_TIMEOUT : t < 0 ? 0 : t;
+    if (!pcb_lock_acquire(lp, t, &sh->lock_fd, st))
+        return 0;
+    sh->lock_held = 1;
+    sweep(s);
+    if (merge && !refresh(s, st)) {
+        pcb_share_unlock(s);
+        return 0;
+    }
+    return 1;
+}
+
+void pcb_share_unlock(pcb_store *s)
+{
+    pcb_share *sh = &s->share;
+    if (sh->lock_held)
+        pcb_lock_release(sh->lock_fd);
+    sh->lock_held = 0;
+    sh->lock_fd = -1;
+}
+
+void pcb_share_written(pcb_store *s, uint64_t gen)
+{
+    pcb_share *sh = &s->share;
+    pcb_status ignored = {0};
+    uint64_t now;
+    /* A failed bump leaves the file's new identity for others to see. */
+    if (sh->lock_held && pcb_lock_bump(sh->lock_fd, sh->lock_path, &now, &ignored))
+        sh->seen_counter = now;
+    pcb_file_id_of(s->path, &sh->seen_id);
+    pcb_store_lock(s);
+    if (sh->clear_gen != 0 && sh->clear_gen <= gen)
+        sh->clear_gen = 0;
+    if (sh->dirty_ready) {
+        const rec_header *d;
+        size_t kept = 0;
+        PCB_MAP_FOREACH(&sh->dirty, d) {
+            if (pcb_load_le64(rec_value(d)) > gen)
+                kept++;
+        }
+        if (kept == 0) { /* the usual case: everything written; give the memory back */
+            pcb_map_free(&sh->dirty);
+            sh->dirty_ready = 0;
+        } else {
+            PCB_MAP_FOREACH(&sh->dirty, d) {
+                if (pcb_load_le64(rec_value(d)) <= gen)
+                    pcb_map_remove(&sh->dirty, rec_name(d), d->name_len & LEN_MASK);
+            }
+        }
+    }
+    pcb_store_unlock(s);
+}
+
+void pcb_share_after_fork_child(pcb_share *sh)
+{
+    if (sh->lock_held)
+        close(sh->lock_fd);
+    sh->lock_held = 0;
+    sh->lock_fd = -1;
+}
+
+void pcb_share_free(pcb_share *sh)
+{
+    if (sh->lock_held)
+        pcb_lock_release(sh->lock_fd);
+    if (sh->dirty_ready)
+        pcb_map_free(&sh->dirty);
+    free(sh->lock_path);
+    memset(sh, 0, sizeof *sh);
+}

@@ -1,0 +1,77 @@
+/*
+ * store/merge.h — sharing one store file with other writers: other
+ * processes, and other Store objects of this process.
+ *
+ * Owns: when a store takes the file lock (store/lock.h) and what it does
+ * under it. Every write (commit, the background writer, rotate, the first
+ * write of a new store) holds the lock from before it looks at the file
+ * until after its rename. Under the lock, if the file changed since this
+ * store last read or wrote it (the lock file's counter or the file's
+ * identity differ), the file is read again and this store's own changes
+ * since then (`dirty`: the stored names its commits and applies touched,
+ * each with the generation that touched it; or a clear()) are applied on
+ * top of it, per name: the last writer wins per key, as SharedPreferences
+ * users expect; a clear() not yet written wins over the whole file. The
+ * merged map then replaces the store's map, so the store also sees the
+ * other writers' changes. Also owns the once-per-store clean-up of the temp
+ * files of writers that died (only under the lock, only of dead pids).
+ *
+ * A file re-keyed by another writer (rotate) cannot be merged: the commit
+ * fails, naming the file, and nothing is written.
+ *
+ * Locking: pcb_share_note* with the store lock held; pcb_share_lock,
+ * _unlock and _written with io_lock held (the file lock is taken after
+ * io_lock and before the store lock; only a new store's first write at
+ * open, before any other thread can reach the store, takes io_lock inside
+ * it). Never called with the GIL held: the
+ * file lock may wait up to lock_timeout seconds.
+ */
+#ifndef PCB_STORE_MERGE_H
+#define PCB_STORE_MERGE_H
+
+#include <stdint.h>
+
+#include "common/status.h"
+#include "store/lock.h"
+#include "store/map.h"
+#include "store/store.h"
+
+/* A store's part in sharing its file (zeroed: nothing held or seen). */
+typedef struct {
+    char *lock_path;        /* "<path>-lock", made on first use */
+    int lock_fd, lock_held; /* the descriptor holding the file lock */
+    uint64_t seen_counter;  /* the lock file's counter when last read or written */
+    pcb_file_id seen_id;    /* the store file as last read or written */
+    pcb_map dirty;          /* stored name -> 8-byte generation of the change */
+    int dirty_ready;
+    uint64_t clear_gen;     /* generation of a clear() not yet written, 0 none */
+    int swept;              /* stale temp files looked for */
+} pcb_share;
+
+/* Records a change to stored name (store lock held, before apply bumps
+ * mem_gen: the change belongs to mem_gen + 1). 1, or 0 out of memory. */
+int pcb_share_note(pcb_store *s, const uint8_t *sname, size_t len, pcb_status *st);
+/* Records a clear() (store lock held, before mem_gen is bumped). */
+void pcb_share_note_clear(pcb_store *s);
+/* Records the lock file's counter and the file's identity before a load
+ * reads the file. */
+void pcb_share_seen(pcb_store *s);
+/* Takes the file lock (io_lock held; waits at most lock_timeout), then with
+ * merge = 1 reads and merges the file if another writer changed it. 1, or 0
+ * with st set and the lock not held. */
+int pcb_share_lock(pcb_store *s, int merge, pcb_status *st);
+/* Releases the file lock if held. */
+void pcb_share_unlock(pcb_store *s);
+/* After this store renamed its file into place for generation gen (lock
+ * held): the counter bumped, the identity recorded, changes up to gen
+ * forgotten. */
+void pcb_share_written(pcb_store *s, uint64_t gen);
+/* In a forked child (its atfork hook): forgets a file lock a parent's
+ * thread held at fork. The child closes its copy of the descriptor, which
+ * leaves the parent's lock in place (an OFD lock lives until its last
+ * descriptor closes); the child then takes its own lock when it writes. */
+void pcb_share_after_fork_child(pcb_share *sh);
+/* Frees what the store's share holds (the lock is released). */
+void pcb_share_free(pcb_share *sh);
+
+#endif /* PCB_STORE_MERGE_H */
