@@ -1,12 +1,22 @@
 /*
- * store/commit.c — editors, commit and apply, and the background writer
- * (see store.h for the API and internal.h for the locking).
+ * store/commit.c — editors, commit and apply, the background writer, and
+ * the one function every write of the file goes through (see store.h for
+ * the API and internal.h for the locking).
  *
- * An editor keeps a log of ops, each with its stored forms computed at put
- * time (as ESP's Editor encrypts in putString); commit applies the log to the
- * map under the lock, then writes the file (io_lock held throughout, so
- * commits are written in order); apply does the first half and wakes the
- * writer thread for the second.
+ * An editor keeps a log of ops, one per name (a later put or remove of a
+ * name replaces its op, so a loop of puts to one key stays small), each with
+ * its stored forms computed at put time (as ESP's Editor encrypts in
+ * putString); its own mutex makes it safe to share between threads: commit
+ * takes the whole log at once, and a put racing it lands in this commit or
+ * the next, never nowhere.
+ *
+ * All-or-nothing: apply_ops reserves every byte and slot it (and its undo)
+ * needs before it changes the map, and keeps an undo log. commit applies
+ * under the lock, writes with io_lock held, and on a failed write undoes:
+ * memory equals disk again and the error is raised. apply() applies and
+ * wakes the writer; a failed background write stays pending (disk_gen is not
+ * advanced): the writer retries at the next change, flush() retries itself,
+ * and every flush/close raises until it is written.
  */
 #define _GNU_SOURCE
 #include "store/store.h"
@@ -23,15 +33,48 @@
 #include "store/persist.h"
 
 /* Op record: kind(1) plain_len(4) sname_len(4) svalue_len(4) pt_len(4), then the bytes. */
+#define OP_DEAD 0 /* replaced by a later op on the same name */
 #define OP_PUT 1
 #define OP_REMOVE 2
 #define OP_HEADER 17
+
+typedef struct {
+    int kind;
+    const uint8_t *name, *sname, *svalue, *pt;
+    size_t nl, sl, vl, pl, size;
+} op_view;
+
+static op_view op_at(const pcb_buf *ops, size_t off)
+{
+    const uint8_t *p = (const uint8_t *)ops->data + off;
+    op_view v;
+    v.kind = p[0];
+    v.nl = pcb_load_le32(p + 1);
+    v.sl = pcb_load_le32(p + 5);
+    v.vl = pcb_load_le32(p + 9);
+    v.pl = pcb_load_le32(p + 13);
+    v.name = p + OP_HEADER;
+    v.sname = v.name + v.nl;
+    v.svalue = v.sname + v.sl;
+    v.pt = v.svalue + v.vl;
+    v.size = OP_HEADER + v.nl + v.sl + v.vl + v.pl;
+    return v;
+}
+
+/* ------------------------------------------------------------- editors */
 
 pcb_edit *pcb_edit_new(pcb_store *s, pcb_status *st)
 {
     pcb_edit *e = calloc(1, sizeof *e);
     if (e == NULL) {
         pcb_oom(st);
+        return NULL;
+    }
+    int rc = pthread_mutex_init(&e->lock, NULL);
+    if (rc != 0) {
+        free(e);
+        errno = rc;
+        pcb_fail_os(st, "cannot create the editor's lock");
         return NULL;
     }
     e->s = s;
@@ -47,6 +90,9 @@ void pcb_edit_free(pcb_edit *e)
     if (e == NULL)
         return;
     pcb_buf_free(&e->ops);
+    if (e->has_index)
+        pcb_map_free(&e->index);
+    pthread_mutex_destroy(&e->lock);
     free(e);
 }
 
@@ -85,6 +131,91 @@ int pcb_edit_encode_op(pcb_store *s, pcb_buf *ops, int kind, const char *name, s
     return ok;
 }
 
+/* The index (plain name -> offset of its op) of ops into idx; 1/0 (memory). */
+static int index_ops(const pcb_buf *ops, pcb_map *idx)
+{
+    for (size_t off = 0; off < ops->len;) {
+        op_view v = op_at(ops, off);
+        uint64_t o = off;
+        if (v.kind != OP_DEAD && !pcb_map_put(idx, v.name, v.nl, 0, (const uint8_t *)&o, sizeof o))
+            return 0;
+        off += v.size;
+    }
+    return 1;
+}
+
+/* Drops dead ops once they are most of the log (e->lock held); a failure
+ * to allocate keeps the log as it is. */
+static void maybe_compact_log(pcb_edit *e)
+{
+    if (e->dead < 65536 || e->dead * 2 < e->ops.len)
+        return;
+    pcb_buf live;
+    pcb_map idx;
+    pcb_buf_init(&live);
+    for (size_t off = 0; off < e->ops.len;) {
+        op_view v = op_at(&e->ops, off);
+        if (v.kind != OP_DEAD)
+            pcb_buf_append(&live, e->ops.data + off, v.size);
+        off += v.size;
+    }
+    if (live.failed || !pcb_map_init(&idx, e->index.live, 1)) {
+        pcb_buf_free(&live);
+        return;
+    }
+    if (!index_ops(&live, &idx)) {
+        pcb_map_free(&idx);
+        pcb_buf_free(&live);
+        return;
+    }
+    pcb_buf_free(&e->ops);
+    pcb_map_free(&e->index);
+    e->ops = live;
+    e->index = idx;
+    e->dead = 0;
+}
+
+/* One put or remove into the log (the last op on a name wins); all or nothing. */
+static int edit_add(pcb_edit *e, int kind, const char *name, size_t nl, const uint8_t *pt,
+                    size_t pl, pcb_status *st)
+{
+    pcb_store *s = e->s;
+    pcb_lock_mutex(&e->lock);
+    if (!e->has_index) {
+        if (!pcb_map_init(&e->index, 16, 1)) {
+            pthread_mutex_unlock(&e->lock);
+            return pcb_oom(st);
+        }
+        e->has_index = 1;
+    }
+    size_t off = e->ops.len;
+    pcb_store_lock(s);
+    int ok = pcb_edit_encode_op(s, &e->ops, kind, name, nl, pt, pl, st);
+    pcb_store_unlock(s);
+    if (ok) {
+        const rec_header *r = pcb_map_find(&e->index, (const uint8_t *)name, nl);
+        uint64_t old = 0, o = off;
+        if (r != NULL)
+            memcpy(&old, rec_value(r), sizeof old);
+        ok = pcb_map_put(&e->index, (const uint8_t *)name, nl, 0, (const uint8_t *)&o, sizeof o)
+             || pcb_oom(st);
+        if (ok)
+            (void)pcb_map_maybe_compact(&e->index);
+        if (ok && r != NULL) {
+            e->ops.data[old] = OP_DEAD;
+            e->dead += op_at(&e->ops, old).size;
+        }
+        if (ok && r == NULL)
+            e->n_ops++;
+    }
+    if (!ok && !e->ops.failed)
+        e->ops.len = off; /* the op half appended goes */
+    if (ok)
+        maybe_compact_log(e);
+    pthread_mutex_unlock(&e->lock);
+    return ok;
+}
+
 int pcb_edit_put(pcb_edit *e, const char *name, size_t nl, const uint8_t *value, size_t vl,
                  pcb_status *st)
 {
@@ -92,12 +223,7 @@ int pcb_edit_put(pcb_edit *e, const char *name, size_t nl, const uint8_t *value,
         return 0;
     if (nl > (1u << 28) || vl > (1u << 30))
         return pcb_fail(st, PCB_E_VALUE, "entry too large (names up to 256 MiB, values up to 1 GiB)");
-    pcb_store *s = e->s;
-    pcb_store_lock(s);
-    int ok = pcb_edit_encode_op(s, &e->ops, OP_PUT, name, nl, value, vl, st);
-    pcb_store_unlock(s);
-    e->n_ops += ok;
-    return ok;
+    return edit_add(e, OP_PUT, name, nl, value, vl, st);
 }
 
 int pcb_edit_remove(pcb_edit *e, const char *name, size_t nl, pcb_status *st)
@@ -106,68 +232,260 @@ int pcb_edit_remove(pcb_edit *e, const char *name, size_t nl, pcb_status *st)
         return 0;
     if (e->s->codec.xml_names && memchr(name, 0, nl) != NULL)
         return 1; /* no such entry can exist */
-    pcb_store *s = e->s;
-    pcb_store_lock(s);
-    int ok = pcb_edit_encode_op(s, &e->ops, OP_REMOVE, name, nl, NULL, 0, st); /* ESP encrypts the key */
-    pcb_store_unlock(s);
-    e->n_ops += ok;
-    return ok;
+    return edit_add(e, OP_REMOVE, name, nl, NULL, 0, st); /* ESP encrypts the key */
 }
 
 void pcb_edit_clear(pcb_edit *e)
 {
+    pcb_lock_mutex(&e->lock);
     e->clear = 1;
+    pthread_mutex_unlock(&e->lock);
 }
 
-static uint32_t get_u32_le(const char *p) { return pcb_load_le32((const uint8_t *)p); }
+/* What one commit applies: the editor's log, taken whole. */
+typedef struct {
+    pcb_buf ops;
+    int clear;
+    uint64_t key_gen;
+} edit_batch;
 
-/* Applies the editor's ops to memory (lock held). */
-static int apply_ops(pcb_store *s, pcb_edit *e, pcb_status *st)
+/* Takes the editor's changes, leaving it empty (e->lock, then the store's). */
+static void take_batch(pcb_edit *e, edit_batch *b)
+{
+    pcb_lock_mutex(&e->lock);
+    b->ops = e->ops;
+    b->clear = e->clear;
+    b->key_gen = e->key_gen;
+    pcb_buf_init(&e->ops);
+    e->clear = 0;
+    e->n_ops = 0;
+    e->dead = 0;
+    if (e->has_index)
+        pcb_map_clear(&e->index);
+    pcb_store_lock(e->s);
+    e->key_gen = e->s->key_gen;
+    pcb_store_unlock(e->s);
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* ------------------------------------------------------- apply and undo */
+
+/* How to put the map back as it was before one apply_ops. */
+typedef struct {
+    int cleared;
+    pcb_map old_map;  /* cleared: the whole map before */
+    pcb_buf log;      /* per op: had(1) sname_len(4) value_len(4) sname old_value */
+    pcb_buf offs;     /* offsets into log, walked backwards */
+    uint64_t gen_before;
+} undo_log;
+
+static void undo_init(undo_log *u)
+{
+    memset(u, 0, sizeof *u);
+    pcb_buf_init(&u->log);
+    pcb_buf_init(&u->offs);
+}
+
+/* The changes stay (lock held): drops the undo log, then compacts. */
+static void undo_drop(pcb_store *s, undo_log *u)
+{
+    if (u->cleared)
+        pcb_map_free(&u->old_map);
+    u->cleared = 0;
+    pcb_buf_free(&u->log);
+    pcb_buf_free(&u->offs);
+    (void)pcb_map_maybe_compact(&s->map); /* an optimization: failing leaves the map whole */
+}
+
+/* The changes go (lock held): the map and mem_gen as they were. Every byte
+ * and slot this needs was reserved by apply_ops. */
+static void undo_apply(pcb_store *s, undo_log *u)
+{
+    if (u->cleared) {
+        pcb_map_free(&s->map);
+        s->map = u->old_map;
+        u->cleared = 0;
+    } else {
+        for (size_t i = u->offs.len / sizeof(size_t); i-- > 0;) {
+            size_t off;
+            memcpy(&off, u->offs.data + i * sizeof off, sizeof off);
+            const uint8_t *p = (const uint8_t *)u->log.data + off;
+            size_t sl = pcb_load_le32(p + 1), vl = pcb_load_le32(p + 5);
+            if (p[0])
+                (void)pcb_map_put(&s->map, p + 9, sl, 0, p + 9 + sl, vl);
+            else
+                pcb_map_remove(&s->map, p + 9, sl);
+        }
+    }
+    if (s->opt.cache)
+        pcb_map_clear(&s->plain_cache);
+    s->mem_gen = u->gen_before;
+    pcb_buf_free(&u->log);
+    pcb_buf_free(&u->offs);
+}
+
+/* Re-encrypts every live op under the current keys into out (lock held). */
+static int reencode(pcb_store *s, const pcb_buf *ops, pcb_buf *out, pcb_status *st)
+{
+    for (size_t off = 0; off < ops->len;) {
+        op_view v = op_at(ops, off);
+        if (v.kind != OP_DEAD
+            && !pcb_edit_encode_op(s, out, v.kind, (const char *)v.name, v.nl, v.pt, v.pl, st))
+            return 0;
+        off += v.size;
+    }
+    return 1;
+}
+
+/* Applies a batch to memory (lock held), all or nothing: every byte and
+ * slot the ops and their undo need is reserved first, so once the map
+ * changes nothing can fail. u can put it back (undo_apply) or let it stay
+ * (undo_drop). 1, or 0 with st set and nothing changed. */
+static int apply_ops(pcb_store *s, const edit_batch *b, undo_log *u, pcb_status *st)
 {
     pcb_buf redone;
-    const pcb_buf *ops = &e->ops;
+    const pcb_buf *ops = &b->ops;
+    undo_init(u);
+    u->gen_before = s->mem_gen;
     pcb_buf_init(&redone);
-    if (e->key_gen != s->key_gen) {
+    if (b->key_gen != s->key_gen) {
         /* Keys rotated since the puts were encrypted: encrypt them again. */
-        for (size_t off = 0; off < ops->len;) {
-            const char *p = ops->data + off;
-            size_t nl = get_u32_le(p + 1), sl = get_u32_le(p + 5), vl = get_u32_le(p + 9),
-                   pl = get_u32_le(p + 13);
-            if (!pcb_edit_encode_op(s, &redone, p[0], p + OP_HEADER, nl,
-                           (const uint8_t *)p + OP_HEADER + nl + sl + vl, pl, st)) {
-                pcb_buf_free(&redone);
-                return 0;
-            }
-            off += OP_HEADER + nl + sl + vl + pl;
+        if (!reencode(s, ops, &redone, st)) {
+            pcb_buf_free(&redone);
+            return 0;
         }
         ops = &redone;
     }
-    if (e->clear) {
-        pcb_map_clear(&s->map);
-        if (s->opt.cache)
-            pcb_map_clear(&s->plain_cache);
+    size_t n = 0, bytes = 0;
+    for (size_t off = 0; off < ops->len;) {
+        op_view v = op_at(ops, off);
+        if (v.kind != OP_DEAD) {
+            n++;
+            if (v.kind == OP_PUT)
+                bytes += rec_size((uint32_t)v.sl, (uint32_t)v.vl);
+            if (!b->clear) {
+                const rec_header *r = pcb_map_find(&s->map, v.sname, v.sl);
+                size_t at = u->log.len;
+                char had = r != NULL;
+                size_t ovl = r ? r->value_len : 0;
+                pcb_buf_append(&u->log, &had, 1);
+                pcb_buf_put_le32(&u->log, (uint32_t)v.sl);
+                pcb_buf_put_le32(&u->log, (uint32_t)ovl);
+                pcb_buf_append(&u->log, (const char *)v.sname, v.sl);
+                if (r)
+                    pcb_buf_append(&u->log, (const char *)rec_value(r), ovl);
+                pcb_buf_append(&u->offs, (const char *)&at, sizeof at);
+                if (r)
+                    bytes += rec_size((uint32_t)v.sl, (uint32_t)ovl);
+            }
+        }
+        off += v.size;
     }
-    int ok = 1;
+    int ok = !u->log.failed && !u->offs.failed;
+    if (ok && b->clear) {
+        pcb_map fresh;
+        ok = pcb_map_init(&fresh, n, s->map.secret);
+        if (ok && !pcb_map_reserve(&fresh, bytes)) {
+            pcb_map_free(&fresh);
+            ok = 0;
+        }
+        if (ok) {
+            u->old_map = s->map;
+            s->map = fresh;
+            u->cleared = 1;
+        }
+    } else if (ok) {
+        /* Each put or undo adds at most one used slot: room for 2n, then the bytes. */
+        pcb_map *m = &s->map;
+        if ((m->live + m->tombs + 2 * n) * 4 > (m->mask + 1) * 3)
+            ok = pcb_map_rehash(m, m->live + 2 * n);
+        ok = ok && pcb_map_reserve(m, bytes);
+    }
+    if (!ok) {
+        pcb_buf_free(&redone);
+        pcb_buf_free(&u->log);
+        pcb_buf_free(&u->offs);
+        return pcb_oom(st);
+    }
     for (size_t off = 0; off < ops->len && ok;) {
-        const char *p = ops->data + off;
-        size_t nl = get_u32_le(p + 1), sl = get_u32_le(p + 5), vl = get_u32_le(p + 9),
-               pl = get_u32_le(p + 13);
-        const uint8_t *name = (const uint8_t *)p + OP_HEADER;
-        const uint8_t *sname = name + nl, *svalue = sname + sl;
-        if (p[0] == OP_PUT)
-            ok = pcb_map_put(&s->map, sname, sl, 0, svalue, vl) || pcb_oom(st);
-        else
-            pcb_map_remove(&s->map, sname, sl);
-        if (s->opt.cache)
-            pcb_map_remove(&s->plain_cache, name, nl);
-        off += OP_HEADER + nl + sl + vl + pl;
+        op_view v = op_at(ops, off);
+        if (v.kind == OP_PUT)
+            ok = pcb_map_put(&s->map, v.sname, v.sl, 0, v.svalue, v.vl);
+        else if (v.kind == OP_REMOVE)
+            pcb_map_remove(&s->map, v.sname, v.sl);
+        if (s->opt.cache && v.kind != OP_DEAD)
+            pcb_map_remove(&s->plain_cache, v.name, v.nl);
+        off += v.size;
     }
+    if (ok && b->clear && s->opt.cache)
+        pcb_map_clear(&s->plain_cache);
     pcb_buf_free(&redone);
-    if (ok)
-        ok = pcb_map_maybe_compact(&s->map) || pcb_oom(st);
     s->mem_gen++;
+    if (!ok) { /* cannot happen with the room reserved; still all or nothing */
+        undo_apply(s, u);
+        return pcb_oom(st);
+    }
+    return 1;
+}
+
+/* ----------------------------------------------------------- writing */
+
+int pcb_store_write_file(pcb_store *s, uint64_t *gen, pcb_status *st)
+{
+    return pcb_persist_write(s, gen, st);
+}
+
+void pcb_store_note_written(pcb_store *s, uint64_t gen)
+{
+    if (gen > s->disk_gen)
+        s->disk_gen = gen;
+    if (s->write_errno != 0 && s->disk_gen >= s->fail_gen)
+        s->write_errno = 0;
+    pthread_cond_broadcast(&s->cond);
+}
+
+/* A write of the applied changes failed (lock held): they stay pending. */
+static void note_failed(pcb_store *s, uint64_t gen, const pcb_status *st)
+{
+    s->write_errno = st->code == PCB_E_OS && st->os_errno ? st->os_errno : EIO;
+    s->fail_gen = gen;
+    snprintf(s->write_error, sizeof s->write_error,
+             "writing applied changes failed (they stay pending): %.200s", st->msg);
+    pthread_cond_broadcast(&s->cond);
+}
+
+int pcb_store_writer_has_work(const pcb_store *s)
+{
+    return s->disk_gen < s->mem_gen && !(s->write_errno != 0 && s->fail_gen >= s->mem_gen);
+}
+
+int pcb_store_write_pending(pcb_store *s, pcb_status *st)
+{
+    pcb_lock_mutex(&s->io_lock);
+    pcb_store_lock(s);
+    uint64_t gen = s->mem_gen;
+    int pending = s->disk_gen < gen;
+    pcb_store_unlock(s);
+    int ok = 1;
+    if (pending) {
+        pcb_status local = {0};
+        ok = pcb_store_write_file(s, &gen, &local);
+        pcb_store_lock(s);
+        if (ok)
+            pcb_store_note_written(s, gen);
+        else
+            note_failed(s, gen, &local);
+        pcb_store_unlock(s);
+        if (!ok && st != NULL) {
+            *st = local;
+            snprintf(st->msg, sizeof st->msg, "%s", s->write_error);
+        }
+    }
+    pthread_mutex_unlock(&s->io_lock);
     return ok;
 }
+
+/* ------------------------------------------------------ commit, apply */
 
 static void *writer_main(void *arg);
 
@@ -188,65 +506,73 @@ static int start_writer(pcb_store *s, pcb_status *st)
     return 1;
 }
 
-int pcb_edit_commit(pcb_edit *e, int sync, pcb_status *st)
+/* commit(): applied, written, and undone if the write fails. io_lock is
+ * held throughout (commits reach the disk in order); `writing` keeps
+ * apply() and rotate out of the map until the write's outcome is known. */
+static int commit_sync(pcb_store *s, const edit_batch *b, pcb_status *st)
 {
-    pcb_store *s = e->s;
-    int ok;
-    if (sync) {
-        uint64_t gen;
-        pthread_mutex_lock(&s->io_lock);
+    undo_log u;
+    uint64_t gen = 0;
+    pcb_lock_mutex(&s->io_lock);
+    pcb_store_lock(s);
+    int ok = apply_ops(s, b, &u, st);
+    if (ok)
+        s->writing = 1;
+    pcb_store_unlock(s);
+    if (ok) {
+        ok = pcb_store_write_file(s, &gen, st);
         pcb_store_lock(s);
-        ok = apply_ops(s, e, st);
-        pcb_store_unlock(s);
-        ok = ok && pcb_persist_write(s, &gen, st);
+        s->writing = 0;
         if (ok) {
-            pcb_store_lock(s);
-            if (gen > s->disk_gen)
-                s->disk_gen = gen;
-            pthread_cond_broadcast(&s->cond);
-            pcb_store_unlock(s);
+            undo_drop(s, &u);
+            pcb_store_note_written(s, gen);
+        } else {
+            undo_apply(s, &u); /* memory equals disk again */
         }
-        pthread_mutex_unlock(&s->io_lock);
-    } else {
-        pcb_store_lock(s);
-        ok = apply_ops(s, e, st) && start_writer(s, st);
         pthread_cond_broadcast(&s->cond);
         pcb_store_unlock(s);
     }
-    e->ops.len = 0;
-    e->n_ops = 0;
-    e->clear = 0;
-    e->key_gen = s->key_gen;
+    pthread_mutex_unlock(&s->io_lock);
+    return ok;
+}
+
+/* apply(): memory now, the writer thread writes. */
+static int commit_async(pcb_store *s, const edit_batch *b, pcb_status *st)
+{
+    undo_log u;
+    pcb_store_lock(s);
+    while (s->writing)
+        pthread_cond_wait(&s->cond, &s->lock);
+    int ok = start_writer(s, st) && apply_ops(s, b, &u, st);
+    if (ok)
+        undo_drop(s, &u);
+    pthread_cond_broadcast(&s->cond);
+    pcb_store_unlock(s);
+    return ok;
+}
+
+int pcb_edit_commit(pcb_edit *e, int sync, pcb_status *st)
+{
+    edit_batch b;
+    take_batch(e, &b);
+    int ok = sync ? commit_sync(e->s, &b, st) : commit_async(e->s, &b, st);
+    pcb_buf_free(&b.ops);
     return ok;
 }
 
 static void *writer_main(void *arg)
 {
     pcb_store *s = arg;
-    pcb_store_lock(s);
+    pthread_mutex_lock(&s->lock);
     for (;;) {
-        while (!s->writer_stop && s->disk_gen >= s->mem_gen)
+        while (!s->writer_stop && !pcb_store_writer_has_work(s))
             pthread_cond_wait(&s->cond, &s->lock);
-        if (s->disk_gen >= s->mem_gen && s->writer_stop)
-            break;
-        pcb_store_unlock(s);
-        pcb_status st = {0};
-        uint64_t gen;
-        pthread_mutex_lock(&s->io_lock);
-        int ok = pcb_persist_write(s, &gen, &st);
-        pthread_mutex_unlock(&s->io_lock);
-        pcb_store_lock(s);
-        if (ok) {
-            if (gen > s->disk_gen)
-                s->disk_gen = gen;
-        } else {
-            /* Reported by the next flush/close; later changes retry. */
-            s->writer_errno = st.code == PCB_E_OS ? st.os_errno : EIO;
-            snprintf(s->writer_error, sizeof s->writer_error, "background write failed: %.200s", st.msg);
-            s->disk_gen = s->mem_gen;
-        }
-        pthread_cond_broadcast(&s->cond);
+        if (!pcb_store_writer_has_work(s))
+            break; /* stopping, with nothing left it could write */
+        pthread_mutex_unlock(&s->lock);
+        (void)pcb_store_write_pending(s, NULL); /* a failure is kept for flush/close */
+        pthread_mutex_lock(&s->lock);
     }
-    pcb_store_unlock(s);
+    pthread_mutex_unlock(&s->lock);
     return NULL;
 }

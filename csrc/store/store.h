@@ -89,7 +89,9 @@ void pcb_edit_clear(pcb_edit *e);
 int pcb_edit_commit(pcb_edit *e, int sync, pcb_status *st);
 void pcb_edit_free(pcb_edit *e);
 
-/* Waits until every applied change is on disk. */
+/* Waits until every applied change is on disk; if a background write
+ * failed, tries once more here. 0 with st set while changes stay pending
+ * (every later flush/close/commit retries them); never waits forever. */
 int pcb_store_flush(pcb_store *s, pcb_status *st);
 
 /* Re-encrypts everything under new keysets, and under a new master key when
@@ -103,6 +105,12 @@ uint64_t pcb_store_disk_bytes(pcb_store *s);
 /* Stage clocks: on/off, and read-and-reset of the accumulated ns. */
 void pcb_store_stage_clocks(pcb_store *s, int on);
 void pcb_store_take_stages(pcb_store *s, uint64_t ns[PCB_STAGE_COUNT]);
+
+/* The embedder's hooks around a wait for a store or editor lock that is
+ * busy (process-wide; set once, before any store opens): begin returns a
+ * token (NULL: nothing to undo) that end gets back after the wait. py/ uses
+ * them to release the GIL, so no thread waits for a store lock holding it. */
+void pcb_store_set_wait_hooks(void *(*begin)(void), void (*end)(void *));
 
 /* 1 if name is one of ESP's reserved keyset names. */
 int pcb_store_is_reserved(const char *name, size_t name_len);
