@@ -259,15 +259,18 @@ pcb_store *pcb_store_open(const char *path, const pcb_store_options *opt,
     return s;
 }
 
-/* Waits for the writer while it can still make progress; if it failed
- * (or there is none, as in a forked child) writes here once more. Never
- * waits on a writer that has given up. */
+/* Waits for the writer while it can still make progress on the changes
+ * applied before this call (later ones are not waited for: a busy apply()
+ * loop cannot hold a flush forever); if it failed on them (or there is
+ * none, as in a forked child) writes here once more. */
 int pcb_store_flush(pcb_store *s, pcb_status *st)
 {
     pcb_store_lock(s);
-    while (s->writer_started && pcb_store_writer_has_work(s))
+    const uint64_t target = s->mem_gen;
+    while (s->writer_started && s->disk_gen < target && !s->writer_stop
+           && !(s->write_errno != 0 && s->fail_gen >= target))
         pthread_cond_wait(&s->cond, &s->lock);
-    int pending = s->disk_gen < s->mem_gen;
+    int pending = s->disk_gen < target;
     pcb_store_unlock(s);
     return !pending || pcb_store_write_pending(s, st);
 }
