@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -311,17 +312,21 @@ def test_issue11_item8_editor_shared_between_threads_loses_no_op(tmp_path, mk):
     path = tmp_path / "e.xml"
     s = store.open(path, master_key_file=mk)
     e = s.edit()
-    done = threading.Event()
+    done, committing = threading.Event(), threading.Event()
     n = 3000
 
     def putter():
+        committing.wait(30)
         for i in range(n):
             e.put_int(f"k{i}", i)
+            if i % 20 == 0:
+                time.sleep(0.0002)  # let the committer in between puts
         done.set()
 
     def committer():
         while not done.is_set():
             e.commit()
+            committing.set()
         e.commit()
 
     threads = [threading.Thread(target=putter), threading.Thread(target=committer)]
