@@ -296,6 +296,7 @@ def test_issue11_item5_failed_apply_stays_pending(tmp_path):
         s.edit().put_string('e', '5').apply()
         fails(lambda: s.edit().put_string('f', '6').commit())
         assert s.get_string('e') == '5' and 'f' not in s
+        fails(s.flush)                # the writer has given up on 'e' too: no write in flight
         mend_file()
         s.close()
         with store.open(path, master_key_file=mk) as s2:
@@ -392,6 +393,7 @@ def test_issue11_item9_failed_rotate_keeps_applies_made_meanwhile(tmp_path):
         for i in applied:
             assert s.get_int(f'during{i}') == i, i
         assert len(s) == 60000 + len(applied)
+        fails(s.flush)                # the writer has given up too: no write in flight
         mend_file()
         s.flush()
         s.close()

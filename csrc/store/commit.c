@@ -82,6 +82,7 @@ pcb_edit *pcb_edit_new(pcb_store *s, pcb_status *st)
     e->key_gen = s->key_gen;
     pcb_store_unlock(s);
     pcb_buf_init(&e->ops);
+    pcb_store_register_edit(e);
     return e;
 }
 
@@ -89,6 +90,7 @@ void pcb_edit_free(pcb_edit *e)
 {
     if (e == NULL)
         return;
+    pcb_store_unregister_edit(e);
     pcb_buf_free(&e->ops);
     if (e->has_index)
         pcb_map_free(&e->index);
@@ -459,12 +461,12 @@ int pcb_store_writer_has_work(const pcb_store *s)
     return s->disk_gen < s->mem_gen && !(s->write_errno != 0 && s->fail_gen >= s->mem_gen);
 }
 
-int pcb_store_write_pending(pcb_store *s, pcb_status *st)
+int pcb_store_write_pending(pcb_store *s, int retry_failed, pcb_status *st)
 {
     pcb_lock_mutex(&s->io_lock);
     pcb_store_lock(s);
     uint64_t gen = s->mem_gen;
-    int pending = s->disk_gen < gen;
+    int pending = retry_failed ? s->disk_gen < gen : pcb_store_writer_has_work(s);
     pcb_store_unlock(s);
     int ok = 1;
     if (pending) {
@@ -570,7 +572,7 @@ static void *writer_main(void *arg)
         if (!pcb_store_writer_has_work(s))
             break; /* stopping, with nothing left it could write */
         pthread_mutex_unlock(&s->lock);
-        (void)pcb_store_write_pending(s, NULL); /* a failure is kept for flush/close */
+        (void)pcb_store_write_pending(s, 0, NULL); /* a failure is kept for flush/close */
         pthread_mutex_lock(&s->lock);
     }
     pthread_mutex_unlock(&s->lock);

@@ -157,6 +157,7 @@ struct pcb_edit {
     size_t n_ops, dead; /* live ops; bytes of ops replaced by a later one */
     pcb_map index;      /* plain name -> offset of its live op */
     int has_index;
+    pcb_edit *fork_prev, *fork_next; /* every editor, for the fork handler (store.c) */
 };
 
 /* The embedder's wait hooks (pcb_store_set_wait_hooks, store.c). */
@@ -198,6 +199,10 @@ int pcb_store_all_locked(pcb_store *s, pcb_store_entry_fn fn, void *arg, pcb_sta
  * under the current keys (lock held). */
 int pcb_edit_encode_op(pcb_store *s, pcb_buf *ops, int kind, const char *name, size_t nl,
                        const uint8_t *pt, size_t pl, pcb_status *st);
+/* store.c: an editor joins / leaves the list the fork handler walks (its
+ * lock is made afresh in a forked child). */
+void pcb_store_register_edit(pcb_edit *e);
+void pcb_store_unregister_edit(pcb_edit *e);
 /* commit.c: THE one place the store's file is written (commit, apply's
  * writer, flush's retry, rotate): io_lock held by the caller, the store's
  * lock not held. *gen gets the generation written. 1, or 0 with st set. */
@@ -209,8 +214,10 @@ void pcb_store_note_written(pcb_store *s, uint64_t gen);
  * this generation yet (lock held). */
 int pcb_store_writer_has_work(const pcb_store *s);
 /* commit.c: writes whatever memory holds beyond disk (takes io_lock, then
- * the lock); 1 if nothing was pending or it is written, else 0 with st set
- * (st may be NULL) and the changes still pending. */
-int pcb_store_write_pending(pcb_store *s, pcb_status *st);
+ * the lock), unless the last write failed at this very generation and not
+ * retry_failed (the writer: it waits for a new change instead); 1 if
+ * nothing was pending or it is written, else 0 with st set (st may be
+ * NULL) and the changes still pending. */
+int pcb_store_write_pending(pcb_store *s, int retry_failed, pcb_status *st);
 
 #endif /* PCB_STORE_INTERNAL_H */

@@ -39,6 +39,7 @@ void pcb_store_set_wait_hooks(void *(*begin)(void), void (*end)(void *))
 /* Every open store, so that a forked child can make them its own. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static pcb_store *registry;
+static pcb_edit *edit_registry;
 static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
 
 static void fork_prepare(void) { pthread_mutex_lock(&registry_lock); }
@@ -59,6 +60,8 @@ static void fork_child(void)
         s->writer_stop = 0;
         s->writing = 0;
     }
+    for (pcb_edit *e = edit_registry; e != NULL; e = e->fork_next)
+        pthread_mutex_init(&e->lock, NULL);
 }
 
 static void registry_init(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
@@ -84,6 +87,31 @@ static void registry_remove(pcb_store *s)
     if (s->fork_next != NULL)
         s->fork_next->fork_prev = s->fork_prev;
     s->fork_prev = s->fork_next = NULL;
+    pthread_mutex_unlock(&registry_lock);
+}
+
+void pcb_store_register_edit(pcb_edit *e)
+{
+    pthread_once(&registry_once, registry_init);
+    pthread_mutex_lock(&registry_lock);
+    e->fork_prev = NULL;
+    e->fork_next = edit_registry;
+    if (edit_registry != NULL)
+        edit_registry->fork_prev = e;
+    edit_registry = e;
+    pthread_mutex_unlock(&registry_lock);
+}
+
+void pcb_store_unregister_edit(pcb_edit *e)
+{
+    pthread_mutex_lock(&registry_lock);
+    if (e->fork_prev != NULL)
+        e->fork_prev->fork_next = e->fork_next;
+    else if (edit_registry == e)
+        edit_registry = e->fork_next;
+    if (e->fork_next != NULL)
+        e->fork_next->fork_prev = e->fork_prev;
+    e->fork_prev = e->fork_next = NULL;
     pthread_mutex_unlock(&registry_lock);
 }
 
@@ -272,7 +300,7 @@ int pcb_store_flush(pcb_store *s, pcb_status *st)
         pthread_cond_wait(&s->cond, &s->lock);
     int pending = s->disk_gen < target;
     pcb_store_unlock(s);
-    return !pending || pcb_store_write_pending(s, st);
+    return !pending || pcb_store_write_pending(s, 1, st);
 }
 
 int pcb_store_close(pcb_store *s, pcb_status *st)
