@@ -403,3 +403,41 @@ def test_issue11_item9_failed_rotate_keeps_applies_made_meanwhile(tmp_path):
         print('done')
     """, timeout=180)
     assert "done" in out
+
+
+def test_issue11_item9_out_of_memory_apply_is_all_or_nothing(tmp_path):
+    """RLIMIT_AS: the map cannot grow for a big commit; nothing of it may stay."""
+    out = run_child(tmp_path, """
+        s = store.open(path, master_key_file=mk)
+        s.edit().put_string('keep', 'k').commit()
+        editors = []
+        for _ in range(2):                                     # one to apply, one to commit
+            e = s.edit()
+            for i in range(48):
+                e.put_string(f'big{i}', str(i) * (1 << 20))   # ~48 MiB of ops, built now
+            e.remove('keep')
+            editors.append(e)
+        def vm_bytes():
+            with open('/proc/self/status') as f:
+                for line in f:
+                    if line.startswith('VmSize:'):
+                        return int(line.split()[1]) * 1024
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (vm_bytes() + (24 << 20), hard))
+        for commit in (editors[0].apply, editors[1].commit):
+            try:
+                commit()
+            except MemoryError:
+                pass
+            else:
+                raise AssertionError(f'{commit} fitted: the test needs a smaller limit')
+            assert s.all() == {'keep': 'k'}, sorted(s.all())[:5]
+            s.flush()                                          # nothing pending
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        s.edit().put_string('after', 'a').commit()
+        s.close()
+        with store.open(path, master_key_file=mk) as s2:
+            assert s2.all() == {'keep': 'k', 'after': 'a'}, sorted(s2.all())
+        print('done')
+    """, timeout=120)
+    assert "done" in out
