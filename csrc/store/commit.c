@@ -3,8 +3,9 @@
  * the one function every write of the file goes through (see store.h for
  * the API and internal.h for the locking).
  *
- * An editor keeps a log of ops, one per name (a later put or remove of a
- * name replaces its op, so a loop of puts to one key stays small), each with
+ * An editor keeps a log of ops, in effect one per name (each time the log
+ * doubles, ops replaced by a later put or remove of their name are dropped,
+ * so a loop of puts to one key stays small), each with
  * its stored forms computed at put time (as ESP's Editor encrypts in
  * putString); its own mutex makes it safe to share between threads: commit
  * takes the whole log at once, and a put racing it lands in this commit or
@@ -80,6 +81,7 @@ pcb_edit *pcb_edit_new(pcb_store *s, pcb_status *st)
     e->s = s;
     pcb_store_lock(s);
     e->key_gen = s->key_gen;
+    e->seed = s->map.seed ^ ((uint64_t)(uintptr_t)e * 0x9e3779b97f4a7c15ULL);
     pcb_store_unlock(s);
     pcb_buf_init(&e->ops);
     pcb_store_register_edit(e);
@@ -92,8 +94,6 @@ void pcb_edit_free(pcb_edit *e)
         return;
     pcb_store_unregister_edit(e);
     pcb_buf_free(&e->ops);
-    if (e->has_index)
-        pcb_map_free(&e->index);
     pthread_mutex_destroy(&e->lock);
     free(e);
 }
@@ -133,27 +133,43 @@ int pcb_edit_encode_op(pcb_store *s, pcb_buf *ops, int kind, const char *name, s
     return ok;
 }
 
-/* The index (plain name -> offset of its op) of ops into idx; 1/0 (memory). */
-static int index_ops(const pcb_buf *ops, pcb_map *idx)
+/* Keeps one op per name: every op that a later op on the same name
+ * replaces is marked dead (a valid log on its own), then the live ops are
+ * copied into a new log if that allocation works (e->lock held). Run when
+ * the log doubles, so a put costs nothing extra and a loop of puts to one
+ * key stays small. */
+static void dedup_log(pcb_edit *e)
 {
-    for (size_t off = 0; off < ops->len;) {
-        op_view v = op_at(ops, off);
-        uint64_t o = off;
-        if (v.kind != OP_DEAD && !pcb_map_put(idx, v.name, v.nl, 0, (const uint8_t *)&o, sizeof o))
-            return 0;
+    size_t n = 0;
+    for (size_t off = 0; off < e->ops.len; off += op_at(&e->ops, off).size)
+        n++;
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap <<= 1;
+    uint64_t *table = calloc(cap, sizeof *table); /* op offset + 1; 0: empty */
+    if (table == NULL)
+        return;
+    for (size_t off = 0; off < e->ops.len;) {
+        op_view v = op_at(&e->ops, off);
+        if (v.kind != OP_DEAD) {
+            size_t i = (size_t)pcb_map_hash(e->seed, v.name, v.nl) & (cap - 1);
+            for (;; i = (i + 1) & (cap - 1)) {
+                if (table[i] == 0) {
+                    table[i] = off + 1;
+                    break;
+                }
+                op_view o = op_at(&e->ops, table[i] - 1);
+                if (o.nl == v.nl && memcmp(o.name, v.name, v.nl) == 0) {
+                    e->ops.data[table[i] - 1] = OP_DEAD;
+                    table[i] = off + 1;
+                    break;
+                }
+            }
+        }
         off += v.size;
     }
-    return 1;
-}
-
-/* Drops dead ops once they are most of the log (e->lock held); a failure
- * to allocate keeps the log as it is. */
-static void maybe_compact_log(pcb_edit *e)
-{
-    if (e->dead < 65536 || e->dead * 2 < e->ops.len)
-        return;
+    free(table);
     pcb_buf live;
-    pcb_map idx;
     pcb_buf_init(&live);
     for (size_t off = 0; off < e->ops.len;) {
         op_view v = op_at(&e->ops, off);
@@ -161,21 +177,15 @@ static void maybe_compact_log(pcb_edit *e)
             pcb_buf_append(&live, e->ops.data + off, v.size);
         off += v.size;
     }
-    if (live.failed || !pcb_map_init(&idx, e->index.live, 1)) {
-        pcb_buf_free(&live);
-        return;
-    }
-    if (!index_ops(&live, &idx)) {
-        pcb_map_free(&idx);
+    if (live.failed) {
         pcb_buf_free(&live);
         return;
     }
     pcb_buf_free(&e->ops);
-    pcb_map_free(&e->index);
     e->ops = live;
-    e->index = idx;
-    e->dead = 0;
 }
+
+#define DEDUP_FIRST ((size_t)1 << 20) /* log bytes before the first dedup */
 
 /* One put or remove into the log (the last op on a name wins); all or nothing. */
 static int edit_add(pcb_edit *e, int kind, const char *name, size_t nl, const uint8_t *pt,
@@ -183,37 +193,17 @@ static int edit_add(pcb_edit *e, int kind, const char *name, size_t nl, const ui
 {
     pcb_store *s = e->s;
     pcb_lock_mutex(&e->lock);
-    if (!e->has_index) {
-        if (!pcb_map_init(&e->index, 16, 1)) {
-            pthread_mutex_unlock(&e->lock);
-            return pcb_oom(st);
-        }
-        e->has_index = 1;
-    }
     size_t off = e->ops.len;
     pcb_store_lock(s);
     int ok = pcb_edit_encode_op(s, &e->ops, kind, name, nl, pt, pl, st);
     pcb_store_unlock(s);
-    if (ok) {
-        const rec_header *r = pcb_map_find(&e->index, (const uint8_t *)name, nl);
-        uint64_t old = 0, o = off;
-        if (r != NULL)
-            memcpy(&old, rec_value(r), sizeof old);
-        ok = pcb_map_put(&e->index, (const uint8_t *)name, nl, 0, (const uint8_t *)&o, sizeof o)
-             || pcb_oom(st);
-        if (ok)
-            (void)pcb_map_maybe_compact(&e->index);
-        if (ok && r != NULL) {
-            e->ops.data[old] = OP_DEAD;
-            e->dead += op_at(&e->ops, old).size;
-        }
-        if (ok && r == NULL)
-            e->n_ops++;
-    }
     if (!ok && !e->ops.failed)
         e->ops.len = off; /* the op half appended goes */
-    if (ok)
-        maybe_compact_log(e);
+    if (ok && e->ops.len >= (e->dedup_at ? e->dedup_at : DEDUP_FIRST)) {
+        dedup_log(e);
+        e->dedup_at = e->ops.len * 2 > DEDUP_FIRST ? e->ops.len * 2 : DEDUP_FIRST;
+    }
+    e->n_ops += ok;
     pthread_mutex_unlock(&e->lock);
     return ok;
 }
@@ -261,9 +251,7 @@ static void take_batch(pcb_edit *e, edit_batch *b)
     pcb_buf_init(&e->ops);
     e->clear = 0;
     e->n_ops = 0;
-    e->dead = 0;
-    if (e->has_index)
-        pcb_map_clear(&e->index);
+    e->dedup_at = 0;
     pcb_store_lock(e->s);
     e->key_gen = e->s->key_gen;
     pcb_store_unlock(e->s);

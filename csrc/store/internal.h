@@ -154,9 +154,9 @@ struct pcb_edit {
     int clear;
     uint64_t key_gen;
     pcb_buf ops; /* records: kind, lengths, plain name, stored name, stored value, plaintext */
-    size_t n_ops, dead; /* live ops; bytes of ops replaced by a later one */
-    pcb_map index;      /* plain name -> offset of its live op */
-    int has_index;
+    size_t n_ops;
+    size_t dedup_at; /* log bytes that trigger the next dedup (0: the first) */
+    uint64_t seed;   /* of the dedup's name hash */
     pcb_edit *fork_prev, *fork_next; /* every editor, for the fork handler (store.c) */
 };
 
