@@ -359,7 +359,8 @@ def test_issue11_small_editor_keeps_one_op_per_key(tmp_path):
         assert s.all() == {'before': 'b', 'after': 'a'}, s.all()
         s.close()
         print('grown KiB', grown)
-        assert grown < 32 << 10, grown    # was ~48 MiB for 300k ops (160 MiB for 10^6)
+        if os.environ.get('PCB_SANITIZED') != '1':   # ASan's quarantine keeps what is freed
+            assert grown < 32 << 10, grown    # was ~118 MiB for 300k ops (160 MiB for 10^6)
         print('done')
     """, timeout=120)
     assert "done" in out
@@ -405,6 +406,8 @@ def test_issue11_item9_failed_rotate_keeps_applies_made_meanwhile(tmp_path):
     assert "done" in out
 
 
+@pytest.mark.skipif(os.environ.get("PCB_SANITIZED") == "1",
+                    reason="ASan's shadow memory does not fit under an RLIMIT_AS")
 def test_issue11_item9_out_of_memory_apply_is_all_or_nothing(tmp_path):
     """RLIMIT_AS: the map cannot grow for a big commit; nothing of it may stay."""
     out = run_child(tmp_path, """

@@ -264,7 +264,7 @@ static void take_batch(pcb_edit *e, edit_batch *b)
 typedef struct {
     int cleared;
     pcb_map old_map;  /* cleared: the whole map before */
-    pcb_buf log;      /* per op: had(1) sname_len(4) value_len(4) sname old_value */
+    pcb_buf log;      /* per op: had(1: 0, 1, 3 if bad) sname_len(4) value_len(4) sname old_value */
     pcb_buf offs;     /* offsets into log, walked backwards */
     uint64_t gen_before;
 } undo_log;
@@ -302,7 +302,7 @@ static void undo_apply(pcb_store *s, undo_log *u)
             const uint8_t *p = (const uint8_t *)u->log.data + off;
             size_t sl = pcb_load_le32(p + 1), vl = pcb_load_le32(p + 5);
             if (p[0])
-                (void)pcb_map_put(&s->map, p + 9, sl, 0, p + 9 + sl, vl);
+                (void)pcb_map_put(&s->map, p + 9, sl, (p[0] & 2) ? BAD_BIT : 0, p + 9 + sl, vl);
             else
                 pcb_map_remove(&s->map, p + 9, sl);
         }
@@ -356,7 +356,8 @@ static int apply_ops(pcb_store *s, const edit_batch *b, undo_log *u, pcb_status 
             if (!b->clear) {
                 const rec_header *r = pcb_map_find(&s->map, v.sname, v.sl);
                 size_t at = u->log.len;
-                char had = r != NULL;
+                /* 1: there was a record; 2: it was a bad one (its flag comes back too) */
+                char had = r == NULL ? 0 : (r->name_len & BAD_BIT) ? 3 : 1;
                 size_t ovl = r ? r->value_len : 0;
                 pcb_buf_append(&u->log, &had, 1);
                 pcb_buf_put_le32(&u->log, (uint32_t)v.sl);
