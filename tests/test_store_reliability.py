@@ -210,9 +210,9 @@ def test_issue11_item3_all_with_gc_and_a_reader_thread_does_not_deadlock(tmp_pat
 
 def test_issue11_item3_big_rotate_and_all_do_not_freeze_other_threads(tmp_path):
     out = run_child(tmp_path, """
-        s = store.open(path, master_key_file=mk)
+        s = store.open(path, master_key_file=mk, faithful=True)   # per-call key setup: a slow rotate
         e = s.edit()
-        for i in range(150000):
+        for i in range(350000):
             e.put_string(f'key{i}', 'value')
         e.commit()
         gaps = []
@@ -226,13 +226,18 @@ def test_issue11_item3_big_rotate_and_all_do_not_freeze_other_threads(tmp_path):
                 worst = max(worst, now - last)
                 last = now
             gaps.append(worst)
-        t = threading.Thread(target=ticker)
-        t.start()
+        def reader():   # waits for the store's lock: must not hold the GIL meanwhile
+            while not stop:
+                assert s.get_string('key1') == 'value'
+        threads = [threading.Thread(target=ticker), threading.Thread(target=reader)]
+        for t in threads:
+            t.start()
         time.sleep(0.05)
         s.rotate()
-        assert len(s.all()) == 150000
+        assert len(s.all()) == 350000
         stop = True
-        t.join()
+        for t in threads:
+            t.join()
         s.close()
         print('worst gap', gaps[0])
         assert gaps[0] < 1.0, gaps
@@ -441,6 +446,37 @@ def test_issue11_item9_out_of_memory_apply_is_all_or_nothing(tmp_path):
         s.close()
         with store.open(path, master_key_file=mk) as s2:
             assert s2.all() == {'keep': 'k', 'after': 'a'}, sorted(s2.all())
+        print('done')
+    """, timeout=120)
+    assert "done" in out
+
+
+def test_issue11_small_ctrl_c_during_store_bench_acts_within_a_second(tmp_path):
+    """A signal handler's exception while a big bench instance is populated
+    (GIL released) is raised within a fraction of a second, not at the end."""
+    out = run_child(tmp_path, """
+        from pycipherbench import _core
+        class Stop(Exception):
+            pass
+        caught = []
+        def on_alarm(signum, frame):
+            caught.append(time.perf_counter())
+            raise Stop
+        signal.signal(signal.SIGALRM, on_alarm)
+        d = os.path.join(os.path.dirname(path), 'bench')
+        os.mkdir(d)
+        t0 = time.perf_counter()
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        try:
+            _core.StoreKernel('get', directory=d, n_keys=1000000, key_len=12, value_len=4)
+        except Stop:
+            pass
+        else:
+            raise AssertionError('populated before the alarm: nothing checked')
+        delay = caught[0] - (t0 + 0.3)
+        print('acted after', delay)
+        assert delay < 1.5, delay     # ~0.3 s; before: at the end of the population (~2.7 s)
+        assert not os.listdir(d), os.listdir(d)   # the instance's files are gone
         print('done')
     """, timeout=120)
     assert "done" in out
