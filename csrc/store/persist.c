@@ -419,7 +419,7 @@ static int load_keys_and_rest(pcb_store *s, load_ctx *c, int *created, pcb_statu
     if (ok && *created) {
         uint64_t gen;
         pthread_mutex_lock(&s->io_lock);
-        ok = pcb_persist_write(s, &gen, st);
+        ok = pcb_store_write_file(s, &gen, st); /* every write goes through it */
         pthread_mutex_unlock(&s->io_lock);
     }
     return ok;
