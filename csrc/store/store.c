@@ -68,7 +68,7 @@ static void registry_init(void) { pthread_atfork(fork_prepare, fork_parent, fork
 
 static void registry_add(pcb_store *s)
 {
-    pthread_mutex_lock(&registry_lock);
+    pcb_lock_mutex(&registry_lock);
     s->fork_prev = NULL;
     s->fork_next = registry;
     if (registry != NULL)
@@ -79,7 +79,7 @@ static void registry_add(pcb_store *s)
 
 static void registry_remove(pcb_store *s)
 {
-    pthread_mutex_lock(&registry_lock);
+    pcb_lock_mutex(&registry_lock);
     if (s->fork_prev != NULL)
         s->fork_prev->fork_next = s->fork_next;
     else if (registry == s)
@@ -93,7 +93,7 @@ static void registry_remove(pcb_store *s)
 void pcb_store_register_edit(pcb_edit *e)
 {
     pthread_once(&registry_once, registry_init);
-    pthread_mutex_lock(&registry_lock);
+    pcb_lock_mutex(&registry_lock);
     e->fork_prev = NULL;
     e->fork_next = edit_registry;
     if (edit_registry != NULL)
@@ -104,7 +104,7 @@ void pcb_store_register_edit(pcb_edit *e)
 
 void pcb_store_unregister_edit(pcb_edit *e)
 {
-    pthread_mutex_lock(&registry_lock);
+    pcb_lock_mutex(&registry_lock);
     if (e->fork_prev != NULL)
         e->fork_prev->fork_next = e->fork_next;
     else if (edit_registry == e)
