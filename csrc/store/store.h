@@ -11,7 +11,8 @@
  * "faithful" mode that repeats ESP's per-call work, and the stage clocks and
  * heap accounting the benchmarks read. No Python: every call takes a
  * pcb_status and may run without the GIL. Thread-safe: one mutex guards the
- * map and keys, another serializes file writes.
+ * map and keys, another serializes file writes, each editor has its own;
+ * a forked child gets fresh locks and its own writer.
  *
  * Values cross this API in ESP's plaintext serialization: a big-endian int32
  * type id (pcb_pref_type) followed by the payload (string: int32 length +
@@ -84,8 +85,13 @@ int pcb_edit_put(pcb_edit *e, const char *name, size_t name_len, const uint8_t *
                  size_t value_len, pcb_status *st);
 int pcb_edit_remove(pcb_edit *e, const char *name, size_t name_len, pcb_status *st);
 void pcb_edit_clear(pcb_edit *e);
-/* sync = 1: commit() — written and durable on return. sync = 0: apply() —
- * memory now, disk on the writer thread. The editor is emptied either way. */
+/* sync = 1: commit() — written and durable on return; if the write fails,
+ * 0 with st set and memory as before the commit (all or nothing). sync = 0:
+ * apply() — memory now (all or nothing), disk on the writer thread; a
+ * failed background write stays pending (see pcb_store_flush). The editor
+ * is emptied either way. Editors are thread-safe: a put racing a commit
+ * lands in it or in the next one; the last op on a name wins, a clear is
+ * done first (Android's order). */
 int pcb_edit_commit(pcb_edit *e, int sync, pcb_status *st);
 void pcb_edit_free(pcb_edit *e);
 
