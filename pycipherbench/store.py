@@ -121,11 +121,15 @@ class Editor:
         return self
 
     def commit(self) -> bool:
-        """Apply and write durably; True on success (an OSError if the write fails)."""
+        """Apply and write durably; True on success. If the write fails it raises
+        (OSError) and the store's memory is as before the commit: nothing of it is
+        visible or written later."""
         return self._editor.commit()
 
     def apply(self) -> None:
-        """Apply in memory now; the file is written in the background (see Store.flush)."""
+        """Apply in memory now; the file is written in the background (see Store.flush).
+        A failed background write keeps the changes pending: they are retried, and
+        flush/close raise until they are written."""
         self._editor.apply()
 
     def __enter__(self) -> Editor:
@@ -185,7 +189,8 @@ class Store:
         return Editor(self._store.edit())
 
     def flush(self) -> None:
-        """Wait until every apply()'d change is durable; raises the background write's error."""
+        """Wait until every apply()'d change is durable. If a background write failed,
+        write once more here; raises (OSError) while the changes stay unwritten."""
         self._store.flush()
 
     def rotate(self, *, master_key_file: PathLike | None = None,
@@ -212,7 +217,8 @@ class Store:
         self._store.rotate(master_key_file=master_key_file, passphrase=passphrase)
 
     def close(self) -> None:
-        """Flush pending writes, wipe the keys, release the store. Idempotent."""
+        """Flush pending writes, wipe the keys, release the store. Idempotent. Raises if
+        applied changes could not be written (the store is released anyway)."""
         self._store.close()
 
     # -- facts

@@ -238,8 +238,8 @@ static PyModuleDef_Slot core_slots[] = {
 #endif
 #ifdef Py_mod_gil
     /* Not verified without a GIL: Store and Editor count their in-flight
-     * calls (users, closing) and drive a pcb_edit, which is not thread-safe,
-     * relying on the GIL to serialize them. */
+     * calls (users, closing) relying on the GIL to serialize them (a
+     * pcb_edit itself has its own lock). */
     {Py_mod_gil, Py_MOD_GIL_USED},
 #endif
     {0, NULL},

@@ -115,6 +115,23 @@ static module_state *sk_state(PyObject *self)
     return (module_state *)PyType_GetModuleState(Py_TYPE(self));
 }
 
+/* The poll the populate loop calls without the GIL (from this thread):
+ * runs Python's signal handlers, so Ctrl-C acts within a fraction of a
+ * second instead of after the whole population. */
+typedef struct {
+    PyThreadState *ts;
+    int raised;
+} signal_poll;
+
+static int poll_signals(void *arg)
+{
+    signal_poll *p = arg;
+    PyEval_RestoreThread(p->ts);
+    p->raised = PyErr_CheckSignals() < 0; /* the exception stays set for the caller */
+    p->ts = PyEval_SaveThread();
+    return p->raised;
+}
+
 /* Parses, then builds and populates the instance with the GIL released. */
 static PyObject *StoreKernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
@@ -128,11 +145,16 @@ static PyObject *StoreKernel_new(PyTypeObject *type, PyObject *args, PyObject *k
         Py_DECREF(k);
         return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS
+    signal_poll poll = {NULL, 0};
+    k->a.p.interrupted = poll_signals;
+    k->a.p.interrupt_arg = &poll;
+    poll.ts = PyEval_SaveThread();
     k->bench = pcb_store_bench_open(&k->a.p, &ms->cache, &st);
-    Py_END_ALLOW_THREADS
+    PyEval_RestoreThread(poll.ts);
+    k->a.p.interrupted = NULL;
     if (k->bench == NULL) {
-        pcb_raise_status(ms, &st);
+        if (!poll.raised)
+            pcb_raise_status(ms, &st);
         Py_DECREF(k);
         return NULL;
     }

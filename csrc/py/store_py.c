@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "store/lock.h"
+#include "common/bytes.h"
 #include "store/store.h"
 
 typedef struct {
@@ -419,43 +420,67 @@ static Py_ssize_t Store_len(StoreObject *so)
     return n;
 }
 
-typedef struct {
-    StoreObject *so;
-    PyObject *dict;
-} all_ctx;
-
-static int all_entry(void *arg, const char *name, size_t nl, const uint8_t *v, size_t vl)
+/* all(): the entries are copied out under the store's lock into one C
+ * buffer (le32 length, bytes: name, then value), with the GIL released;
+ * the dict is built after the lock is gone. */
+static int all_dump(void *arg, const char *name, size_t nl, const uint8_t *v, size_t vl)
 {
-    all_ctx *c = arg;
-    PyObject *key = PyUnicode_DecodeUTF8(name, (Py_ssize_t)nl, "strict");
-    PyObject *tv = key ? pcb_py_value_typed(type_state((PyObject *)c->so), v, vl) : NULL;
-    int rc = tv == NULL || PyDict_SetItem(c->dict, key, PyTuple_GET_ITEM(tv, 1)) < 0;
-    Py_XDECREF(key);
-    Py_XDECREF(tv);
-    return rc;
+    pcb_buf *b = arg;
+    pcb_buf_put_le32(b, (uint32_t)nl);
+    pcb_buf_append(b, name, nl);
+    pcb_buf_put_le32(b, (uint32_t)vl);
+    pcb_buf_append(b, (const char *)v, vl);
+    return b->failed;
+}
+
+#define ALL_YIELD_EVERY 4096 /* entries built between two GIL releases */
+
+static PyObject *all_build(StoreObject *so, const pcb_buf *b)
+{
+    PyObject *dict = PyDict_New();
+    size_t n = 0;
+    for (size_t off = 0; dict != NULL && off < b->len; n++) {
+        size_t nl = pcb_load_le32((const uint8_t *)b->data + off);
+        const char *name = b->data + off + 4;
+        size_t vl = pcb_load_le32((const uint8_t *)name + nl);
+        const uint8_t *v = (const uint8_t *)name + nl + 4;
+        off += 8 + nl + vl;
+        PyObject *key = PyUnicode_DecodeUTF8(name, (Py_ssize_t)nl, "strict");
+        PyObject *tv = key ? pcb_py_value_typed(type_state((PyObject *)so), v, vl) : NULL;
+        if (tv == NULL || PyDict_SetItem(dict, key, PyTuple_GET_ITEM(tv, 1)) < 0)
+            Py_CLEAR(dict);
+        Py_XDECREF(key);
+        Py_XDECREF(tv);
+        if (dict != NULL && n % ALL_YIELD_EVERY == ALL_YIELD_EVERY - 1) {
+            Py_BEGIN_ALLOW_THREADS /* let other threads run during a big all() */
+            Py_END_ALLOW_THREADS
+        }
+    }
+    return dict;
 }
 
 static PyObject *Store_all(StoreObject *so, PyObject *Py_UNUSED(ignored))
 {
     pcb_status st = {0};
-    all_ctx c = {so, PyDict_New()};
-    if (c.dict == NULL)
-        return NULL;
+    pcb_buf b;
+    int ok;
     pcb_store *s = acquire(so);
-    if (s == NULL) {
-        Py_DECREF(c.dict);
+    if (s == NULL)
         return NULL;
-    }
-    /* Holds the GIL: the callback builds Python objects per entry. */
-    int ok = pcb_store_all(s, all_entry, &c, &st);
+    pcb_buf_init(&b);
+    Py_BEGIN_ALLOW_THREADS
+    ok = pcb_store_all(s, all_dump, &b, &st);
+    Py_END_ALLOW_THREADS
     release(so);
-    if (!ok) {
-        Py_DECREF(c.dict);
-        if (!PyErr_Occurred())
-            raise_st((PyObject *)so, &st);
-        return NULL;
-    }
-    return c.dict;
+    PyObject *dict = NULL;
+    if (!ok && st.code == 0)
+        PyErr_NoMemory();
+    else if (!ok)
+        raise_st((PyObject *)so, &st);
+    else
+        dict = all_build(so, &b);
+    pcb_buf_free(&b); /* wipes the plaintext */
+    return dict;
 }
 
 static PyObject *Store_flush(StoreObject *so, PyObject *Py_UNUSED(ignored))
@@ -802,8 +827,30 @@ static PyType_Spec Editor_spec = {
 
 /* ------------------------------------------------------------- module */
 
+/* The store's wait hooks: a thread that must wait for a store or editor
+ * lock releases the GIL first if it holds it (the writer thread, or a
+ * caller that already released it, holds none). */
+static void *gil_wait_begin(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    int holds = PyThreadState_GetUnchecked() != NULL;
+#elif PY_VERSION_HEX >= 0x030C0000
+    int holds = _PyThreadState_UncheckedGet() != NULL; /* thread-local since 3.12 */
+#else
+    PyThreadState *ts = _PyThreadState_UncheckedGet(); /* the holder, process-wide */
+    int holds = ts != NULL && ts == PyGILState_GetThisThreadState();
+#endif
+    return holds ? (void *)PyEval_SaveThread() : NULL;
+}
+
+static void gil_wait_end(void *token)
+{
+    PyEval_RestoreThread((PyThreadState *)token);
+}
+
 int pcb_store_types_exec(PyObject *module, module_state *ms)
 {
+    pcb_store_set_wait_hooks(gil_wait_begin, gil_wait_end);
     ms->StoreType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &Store_spec, NULL);
     ms->EditorType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &Editor_spec, NULL);
     if (ms->StoreType == NULL || ms->EditorType == NULL

@@ -151,6 +151,11 @@ static int populate(bench *b, pcb_status *st)
         /* Commit in slices so the editor's buffer stays small. */
         if (ok && (i + 1) % 65536 == 0)
             ok = pcb_edit_commit(e, 0, st);
+        if (ok && (i & 4095) == 4095 && b->p->interrupted != NULL
+            && b->p->interrupted(b->p->interrupt_arg)) {
+            memset(st, 0, sizeof *st); /* the embedder's error stands */
+            ok = 0;
+        }
     }
     ok = ok && pcb_edit_commit(e, 1, st);
     pcb_edit_free(e);

@@ -40,6 +40,11 @@ typedef struct {
     pcb_store_options opt; /* master_key_file/passphrase are set by the benchmark */
     int use_passphrase;  /* derive the master key with scrypt instead of a key file */
     int stages;          /* also measure the stage breakdown (put, get) */
+    /* Polled every few thousand entries while populating (NULL: never): a
+     * non-zero return stops pcb_store_bench_open, which then fails with
+     * st->code 0 (the embedder has its own error, e.g. KeyboardInterrupt). */
+    int (*interrupted)(void *arg);
+    void *interrupt_arg;
 } pcb_store_bench_params;
 
 typedef struct {

@@ -429,36 +429,6 @@ int pcb_codec_open_value(pcb_store *s, const rec_header *r, const uint8_t *aad, 
     return 1;
 }
 
-/* ------------------------------------------------------ unreadable names */
-
-int pcb_codec_drop_unreadable(pcb_store *s, size_t *dropped, pcb_status *st)
-{
-    const rec_header *r;
-    pcb_buf name;
-    pcb_status why;
-    int ok = 1;
-    *dropped = 0;
-    if (s->codec.names == PCB_NAMES_PLAIN)
-        return 1; /* a plain name is always readable */
-    pcb_buf_init(&name);
-    /* Removing marks the record dead and its slot a tombstone: the arena the
-     * loop walks does not move. */
-    PCB_MAP_FOREACH(&s->map, r) {
-        memset(&why, 0, sizeof why);
-        if (pcb_codec_plain_name(s, r, &name, &why))
-            continue;
-        if (why.code != PCB_E_DECRYPT) { /* out of memory or OpenSSL: not the entry's fault */
-            *st = why;
-            ok = 0;
-            break;
-        }
-        pcb_map_remove(&s->map, rec_name(r), r->name_len & LEN_MASK);
-        ++*dropped;
-    }
-    pcb_buf_free(&name);
-    return ok;
-}
-
 /* ------------------------------------------- the value AEAD of the file */
 
 static const char *aead_option(const EVP_CIPHER *c, const pcb_evp_cache *cache)

@@ -52,11 +52,6 @@ int pcb_codec_seal_value(pcb_store *s, const uint8_t *aad, size_t aad_len, const
  * naming the entry if it does not open. */
 int pcb_codec_open_value(pcb_store *s, const rec_header *r, const uint8_t *aad, size_t aad_len,
                          pcb_buf *out, pcb_status *st);
-/* Editor.remove_unreadable(): removes every record whose name does not
- * open (not valid Base64, another key id, failed authentication), which no
- * plain name can reach; *dropped says how many. 1, or 0 with st set (out of
- * memory or OpenSSL; nothing the entries did). */
-int pcb_codec_drop_unreadable(pcb_store *s, size_t *dropped, pcb_status *st);
 /* At open of a file whose value keyset is an earlier release's text (no
  * Tink type URL; a Tink keyset's type URL is checked as it opens, in
  * keyset.c): refuses (StoreFormatError naming both options) values sealed

@@ -1,12 +1,23 @@
 /*
- * store/commit.c — editors, commit and apply, and the background writer
- * (see store.h for the API and internal.h for the locking).
+ * store/commit.c — editors, commit and apply, the background writer, and
+ * the one function every write of the file goes through (see store.h for
+ * the API and internal.h for the locking).
  *
- * An editor keeps a log of ops, each with its stored forms computed at put
- * time (as ESP's Editor encrypts in putString); commit applies the log to the
- * map under the lock, then writes the file (io_lock held throughout, so
- * commits are written in order); apply does the first half and wakes the
- * writer thread for the second.
+ * An editor keeps a log of ops, in effect one per name (each time the log
+ * doubles, ops replaced by a later put or remove of their name are dropped,
+ * so a loop of puts to one key stays small), each with
+ * its stored forms computed at put time (as ESP's Editor encrypts in
+ * putString); its own mutex makes it safe to share between threads: commit
+ * takes the whole log at once, and a put racing it lands in this commit or
+ * the next, never nowhere.
+ *
+ * All-or-nothing: apply_ops reserves every byte and slot it (and its undo)
+ * needs before it changes the map, and keeps an undo log. commit applies
+ * under the lock, writes with io_lock held, and on a failed write undoes:
+ * memory equals disk again and the error is raised. apply() applies and
+ * wakes the writer; a failed background write stays pending (disk_gen is not
+ * advanced): the writer retries at the next change, flush() retries itself,
+ * and every flush/close raises until it is written.
  */
 #define _GNU_SOURCE
 #include "store/store.h"
@@ -23,9 +34,35 @@
 #include "store/persist.h"
 
 /* Op record: kind(1) plain_len(4) sname_len(4) svalue_len(4) pt_len(4), then the bytes. */
+#define OP_DEAD 0 /* replaced by a later op on the same name */
 #define OP_PUT 1
 #define OP_REMOVE 2
 #define OP_HEADER 17
+
+typedef struct {
+    int kind;
+    const uint8_t *name, *sname, *svalue, *pt;
+    size_t nl, sl, vl, pl, size;
+} op_view;
+
+static op_view op_at(const pcb_buf *ops, size_t off)
+{
+    const uint8_t *p = (const uint8_t *)ops->data + off;
+    op_view v;
+    v.kind = p[0];
+    v.nl = pcb_load_le32(p + 1);
+    v.sl = pcb_load_le32(p + 5);
+    v.vl = pcb_load_le32(p + 9);
+    v.pl = pcb_load_le32(p + 13);
+    v.name = p + OP_HEADER;
+    v.sname = v.name + v.nl;
+    v.svalue = v.sname + v.sl;
+    v.pt = v.svalue + v.vl;
+    v.size = OP_HEADER + v.nl + v.sl + v.vl + v.pl;
+    return v;
+}
+
+/* ------------------------------------------------------------- editors */
 
 pcb_edit *pcb_edit_new(pcb_store *s, pcb_status *st)
 {
@@ -34,11 +71,20 @@ pcb_edit *pcb_edit_new(pcb_store *s, pcb_status *st)
         pcb_oom(st);
         return NULL;
     }
+    int rc = pthread_mutex_init(&e->lock, NULL);
+    if (rc != 0) {
+        free(e);
+        errno = rc;
+        pcb_fail_os(st, "cannot create the editor's lock");
+        return NULL;
+    }
     e->s = s;
     pcb_store_lock(s);
     e->key_gen = s->key_gen;
+    e->seed = s->map.seed ^ ((uint64_t)(uintptr_t)e * 0x9e3779b97f4a7c15ULL);
     pcb_store_unlock(s);
     pcb_buf_init(&e->ops);
+    pcb_store_register_edit(e);
     return e;
 }
 
@@ -46,7 +92,9 @@ void pcb_edit_free(pcb_edit *e)
 {
     if (e == NULL)
         return;
+    pcb_store_unregister_edit(e);
     pcb_buf_free(&e->ops);
+    pthread_mutex_destroy(&e->lock);
     free(e);
 }
 
@@ -85,6 +133,81 @@ int pcb_edit_encode_op(pcb_store *s, pcb_buf *ops, int kind, const char *name, s
     return ok;
 }
 
+/* Keeps one op per name: every op that a later op on the same name
+ * replaces is marked dead (a valid log on its own), then the live ops are
+ * copied into a new log if that allocation works (e->lock held). Run when
+ * the log doubles, so a put costs nothing extra and a loop of puts to one
+ * key stays small. */
+static void dedup_log(pcb_edit *e)
+{
+    size_t n = 0;
+    for (size_t off = 0; off < e->ops.len; off += op_at(&e->ops, off).size)
+        n++;
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap <<= 1;
+    uint64_t *table = calloc(cap, sizeof *table); /* op offset + 1; 0: empty */
+    if (table == NULL)
+        return;
+    for (size_t off = 0; off < e->ops.len;) {
+        op_view v = op_at(&e->ops, off);
+        if (v.kind != OP_DEAD) {
+            size_t i = (size_t)pcb_map_hash(e->seed, v.name, v.nl) & (cap - 1);
+            for (;; i = (i + 1) & (cap - 1)) {
+                if (table[i] == 0) {
+                    table[i] = off + 1;
+                    break;
+                }
+                op_view o = op_at(&e->ops, table[i] - 1);
+                if (o.nl == v.nl && memcmp(o.name, v.name, v.nl) == 0) {
+                    e->ops.data[table[i] - 1] = OP_DEAD;
+                    table[i] = off + 1;
+                    break;
+                }
+            }
+        }
+        off += v.size;
+    }
+    free(table);
+    pcb_buf live;
+    pcb_buf_init(&live);
+    for (size_t off = 0; off < e->ops.len;) {
+        op_view v = op_at(&e->ops, off);
+        if (v.kind != OP_DEAD)
+            pcb_buf_append(&live, e->ops.data + off, v.size);
+        off += v.size;
+    }
+    if (live.failed) {
+        pcb_buf_free(&live);
+        return;
+    }
+    pcb_buf_free(&e->ops);
+    e->ops = live;
+}
+
+#define DEDUP_FIRST ((size_t)1 << 20) /* log bytes before the first dedup */
+
+/* One put or remove into the log (the last op on a name wins); all or nothing. */
+static int edit_add(pcb_edit *e, int kind, const char *name, size_t nl, const uint8_t *pt,
+                    size_t pl, pcb_status *st)
+{
+    pcb_store *s = e->s;
+    pcb_lock_mutex(&e->lock);
+    size_t off = e->ops.len;
+    pcb_store_lock(s);
+    int ok = pcb_edit_encode_op(s, &e->ops, kind, name, nl, pt, pl, st);
+    pcb_store_unlock(s);
+    if (!ok && !e->ops.failed)
+        e->ops.len = off; /* the op half appended goes */
+    if (ok && e->ops.len >= (e->dedup_at ? e->dedup_at : DEDUP_FIRST)) {
+        dedup_log(e);
+        e->dedup_at = e->ops.len * 2 > DEDUP_FIRST ? e->ops.len * 2 : DEDUP_FIRST;
+    }
+    e->n_ops += ok;
+    pthread_mutex_unlock(&e->lock);
+    return ok;
+}
+
 int pcb_edit_put(pcb_edit *e, const char *name, size_t nl, const uint8_t *value, size_t vl,
                  pcb_status *st)
 {
@@ -92,12 +215,7 @@ int pcb_edit_put(pcb_edit *e, const char *name, size_t nl, const uint8_t *value,
         return 0;
     if (nl > (1u << 28) || vl > (1u << 30))
         return pcb_fail(st, PCB_E_VALUE, "entry too large (names up to 256 MiB, values up to 1 GiB)");
-    pcb_store *s = e->s;
-    pcb_store_lock(s);
-    int ok = pcb_edit_encode_op(s, &e->ops, OP_PUT, name, nl, value, vl, st);
-    pcb_store_unlock(s);
-    e->n_ops += ok;
-    return ok;
+    return edit_add(e, OP_PUT, name, nl, value, vl, st);
 }
 
 int pcb_edit_remove(pcb_edit *e, const char *name, size_t nl, pcb_status *st)
@@ -106,82 +224,363 @@ int pcb_edit_remove(pcb_edit *e, const char *name, size_t nl, pcb_status *st)
         return 0;
     if (e->s->codec.xml_names && memchr(name, 0, nl) != NULL)
         return 1; /* no such entry can exist */
-    pcb_store *s = e->s;
-    pcb_store_lock(s);
-    int ok = pcb_edit_encode_op(s, &e->ops, OP_REMOVE, name, nl, NULL, 0, st); /* ESP encrypts the key */
-    pcb_store_unlock(s);
-    e->n_ops += ok;
-    return ok;
+    return edit_add(e, OP_REMOVE, name, nl, NULL, 0, st); /* ESP encrypts the key */
 }
 
 /* e->clear: bit 1 clear(), bit 2 remove_unreadable() (both done first, as Android clears). */
 void pcb_edit_clear(pcb_edit *e)
 {
+    pcb_lock_mutex(&e->lock);
     e->clear |= 1;
+    pthread_mutex_unlock(&e->lock);
 }
 
 void pcb_edit_remove_unreadable(pcb_edit *e)
 {
+    pcb_lock_mutex(&e->lock);
     e->clear |= 2;
+    pthread_mutex_unlock(&e->lock);
 }
 
-static uint32_t get_u32_le(const char *p) { return pcb_load_le32((const uint8_t *)p); }
+/* What one commit applies: the editor's log, taken whole. */
+typedef struct {
+    pcb_buf ops;
+    int clear;
+    uint64_t key_gen;
+} edit_batch;
 
-/* Applies the editor's ops to memory (lock held). */
-static int apply_ops(pcb_store *s, pcb_edit *e, pcb_status *st)
+/* Takes the editor's changes, leaving it empty (e->lock, then the store's). */
+static void take_batch(pcb_edit *e, edit_batch *b)
+{
+    pcb_lock_mutex(&e->lock);
+    b->ops = e->ops;
+    b->clear = e->clear;
+    b->key_gen = e->key_gen;
+    pcb_buf_init(&e->ops);
+    e->clear = 0;
+    e->n_ops = 0;
+    e->dedup_at = 0;
+    pcb_store_lock(e->s);
+    e->key_gen = e->s->key_gen;
+    pcb_store_unlock(e->s);
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* ------------------------------------------------------- apply and undo */
+
+/* How to put the map back as it was before one apply_ops. */
+typedef struct {
+    int cleared;
+    pcb_map old_map;  /* cleared: the whole map before */
+    pcb_buf log;      /* per op: had(1) flags(4) sname_len(4) value_len(4) sname old_value */
+    pcb_buf offs;     /* offsets into log, walked backwards */
+    pcb_buf notes;    /* per noted name: sname_len(4) previous generation(8) sname */
+    pcb_buf note_offs;
+    uint64_t gen_before, clear_gen_before;
+} undo_log;
+
+static void undo_init(undo_log *u)
+{
+    memset(u, 0, sizeof *u);
+    pcb_buf_init(&u->log);
+    pcb_buf_init(&u->offs);
+    pcb_buf_init(&u->notes);
+    pcb_buf_init(&u->note_offs);
+}
+
+static void undo_free(undo_log *u)
+{
+    pcb_buf_free(&u->log);
+    pcb_buf_free(&u->offs);
+    pcb_buf_free(&u->notes);
+    pcb_buf_free(&u->note_offs);
+}
+
+/* This batch changes stored name: noted for a merge with other writers
+ * (merge.h), with what the note was before, for the undo. */
+static int note_change(pcb_store *s, undo_log *u, const uint8_t *sname, size_t sl, pcb_status *st)
+{
+    uint64_t prev = pcb_share_noted(s, sname, sl);
+    size_t at = u->notes.len;
+    pcb_buf_put_le32(&u->notes, (uint32_t)sl);
+    pcb_buf_put_le32(&u->notes, (uint32_t)prev);
+    pcb_buf_put_le32(&u->notes, (uint32_t)(prev >> 32));
+    pcb_buf_append(&u->notes, (const char *)sname, sl);
+    pcb_buf_append(&u->note_offs, (const char *)&at, sizeof at);
+    if (u->notes.failed || u->note_offs.failed)
+        return pcb_oom(st);
+    return pcb_share_note(s, sname, sl, st);
+}
+
+/* The notes as they were (lock held), newest first: a name noted twice gets
+ * its first previous value. */
+static void undo_notes(pcb_store *s, undo_log *u)
+{
+    for (size_t i = u->note_offs.len / sizeof(size_t); i-- > 0;) {
+        size_t off;
+        memcpy(&off, u->note_offs.data + i * sizeof off, sizeof off);
+        const uint8_t *p = (const uint8_t *)u->notes.data + off;
+        uint64_t prev = pcb_load_le32(p + 4) | (uint64_t)pcb_load_le32(p + 8) << 32;
+        pcb_share_unnote(s, p + 12, pcb_load_le32(p), prev);
+    }
+    s->share.clear_gen = u->clear_gen_before;
+}
+
+/* The changes stay (lock held): drops the undo log, then compacts. */
+static void undo_drop(pcb_store *s, undo_log *u)
+{
+    if (u->cleared)
+        pcb_map_free(&u->old_map);
+    u->cleared = 0;
+    undo_free(u);
+    (void)pcb_map_maybe_compact(&s->map); /* an optimization: failing leaves the map whole */
+}
+
+/* The changes go (lock held): the map, the merge notes and mem_gen as they
+ * were. Every byte and slot this needs was reserved by apply_ops (unless a
+ * merge replaced the map meanwhile: then the next write merges again, see
+ * commit_sync). */
+static void undo_apply(pcb_store *s, undo_log *u)
+{
+    if (u->cleared) {
+        pcb_map_free(&s->map);
+        s->map = u->old_map;
+        u->cleared = 0;
+    } else {
+        for (size_t i = u->offs.len / sizeof(size_t); i-- > 0;) {
+            size_t off;
+            memcpy(&off, u->offs.data + i * sizeof off, sizeof off);
+            const uint8_t *p = (const uint8_t *)u->log.data + off;
+            uint32_t flags = pcb_load_le32(p + 1);
+            size_t sl = pcb_load_le32(p + 5), vl = pcb_load_le32(p + 9);
+            if (p[0])
+                (void)pcb_map_put(&s->map, p + 13, sl, flags, p + 13 + sl, vl);
+            else
+                pcb_map_remove(&s->map, p + 13, sl);
+        }
+    }
+    undo_notes(s, u);
+    if (s->opt.cache)
+        pcb_map_clear(&s->plain_cache);
+    s->mem_gen = u->gen_before;
+    undo_free(u);
+}
+
+/* Re-encrypts every live op under the current keys into out (lock held). */
+static int reencode(pcb_store *s, const pcb_buf *ops, pcb_buf *out, pcb_status *st)
+{
+    for (size_t off = 0; off < ops->len;) {
+        op_view v = op_at(ops, off);
+        if (v.kind != OP_DEAD
+            && !pcb_edit_encode_op(s, out, v.kind, (const char *)v.name, v.nl, v.pt, v.pl, st))
+            return 0;
+        off += v.size;
+    }
+    return 1;
+}
+
+/* The map a batch with clear bits starts from (lock held), into *fresh with
+ * room for n more records of `bytes`: empty for clear() (bit 1); for
+ * remove_unreadable() (bit 2) a copy without the records whose names do
+ * not open, each dropped name noted. 1, or 0 with st set. */
+static int start_map(pcb_store *s, int clear, size_t n, size_t bytes, pcb_map *fresh,
+                     undo_log *u, pcb_status *st)
+{
+    const rec_header *r;
+    size_t have = 0;
+    if (!(clear & 1)) {
+        PCB_MAP_FOREACH(&s->map, r) {
+            have += rec_size(r->name_len, r->value_len);
+        }
+    }
+    size_t cap = n + ((clear & 1) ? 0 : s->map.live);
+    if (!pcb_map_init(fresh, cap, s->map.secret))
+        return pcb_oom(st);
+    if (!pcb_map_reserve(fresh, bytes + have)) {
+        pcb_map_free(fresh);
+        return pcb_oom(st);
+    }
+    if (clear & 1)
+        return 1;
+    pcb_buf name;
+    pcb_buf_init(&name);
+    int ok = 1;
+    PCB_MAP_FOREACH(&s->map, r) {
+        size_t nl = r->name_len & LEN_MASK;
+        pcb_status why = {0};
+        if (s->codec.names != PCB_NAMES_PLAIN && !pcb_codec_plain_name(s, r, &name, &why)) {
+            if (why.code != PCB_E_DECRYPT) { /* out of memory or OpenSSL: not the entry's fault */
+                *st = why;
+                ok = 0;
+                break;
+            }
+            if (!(ok = note_change(s, u, rec_name(r), nl, st)))
+                break;
+            continue; /* unreadable: dropped */
+        }
+        if (!(ok = pcb_map_put(fresh, rec_name(r), nl, r->name_len & ~LEN_MASK, rec_value(r),
+                               r->value_len) || pcb_oom(st)))
+            break;
+    }
+    pcb_buf_free(&name);
+    if (!ok)
+        pcb_map_free(fresh);
+    return ok;
+}
+
+/* Applies a batch to memory (lock held), all or nothing: every byte and
+ * slot the ops and their undo need is reserved, and every merge note made,
+ * first, so once the map changes nothing can fail. u can put it back
+ * (undo_apply) or let it stay (undo_drop). 1, or 0 with st set and nothing
+ * changed. */
+static int apply_ops(pcb_store *s, const edit_batch *b, undo_log *u, pcb_status *st)
 {
     pcb_buf redone;
-    const pcb_buf *ops = &e->ops;
+    const pcb_buf *ops = &b->ops;
+    undo_init(u);
+    u->gen_before = s->mem_gen;
+    u->clear_gen_before = s->share.clear_gen;
     pcb_buf_init(&redone);
-    if (e->key_gen != s->key_gen) {
+    if (b->key_gen != s->key_gen) {
         /* Keys rotated since the puts were encrypted: encrypt them again. */
-        for (size_t off = 0; off < ops->len;) {
-            const char *p = ops->data + off;
-            size_t nl = get_u32_le(p + 1), sl = get_u32_le(p + 5), vl = get_u32_le(p + 9),
-                   pl = get_u32_le(p + 13);
-            if (!pcb_edit_encode_op(s, &redone, p[0], p + OP_HEADER, nl,
-                           (const uint8_t *)p + OP_HEADER + nl + sl + vl, pl, st)) {
-                pcb_buf_free(&redone);
-                return 0;
-            }
-            off += OP_HEADER + nl + sl + vl + pl;
-        }
-        ops = &redone;
-    }
-    if (e->clear & 1) {
-        pcb_share_note_clear(s); /* other writers' entries go too (merge.h) */
-        pcb_map_clear(&s->map);
-        if (s->opt.cache)
-            pcb_map_clear(&s->plain_cache);
-    } else if (e->clear & 2) {
-        size_t dropped;
-        if (!pcb_codec_drop_unreadable(s, &dropped, st)) {
+        if (!reencode(s, ops, &redone, st)) {
             pcb_buf_free(&redone);
             return 0;
         }
+        ops = &redone;
     }
+    size_t n = 0, bytes = 0;
     int ok = 1;
+    if (b->clear & 1)
+        pcb_share_note_clear(s); /* other writers' entries go too (merge.h) */
     for (size_t off = 0; off < ops->len && ok;) {
-        const char *p = ops->data + off;
-        size_t nl = get_u32_le(p + 1), sl = get_u32_le(p + 5), vl = get_u32_le(p + 9),
-               pl = get_u32_le(p + 13);
-        const uint8_t *name = (const uint8_t *)p + OP_HEADER;
-        const uint8_t *sname = name + nl, *svalue = sname + sl;
-        if (p[0] == OP_PUT)
-            ok = pcb_map_put(&s->map, sname, sl, 0, svalue, vl) || pcb_oom(st);
-        else
-            pcb_map_remove(&s->map, sname, sl);
-        ok = ok && pcb_share_note(s, sname, sl, st); /* merged over other writers' (merge.h) */
-        if (s->opt.cache)
-            pcb_map_remove(&s->plain_cache, name, nl);
-        off += OP_HEADER + nl + sl + vl + pl;
+        op_view v = op_at(ops, off);
+        if (v.kind != OP_DEAD) {
+            n++;
+            if (v.kind == OP_PUT)
+                bytes += rec_size((uint32_t)v.sl, (uint32_t)v.vl);
+            if (!b->clear) {
+                const rec_header *r = pcb_map_find(&s->map, v.sname, v.sl);
+                size_t at = u->log.len;
+                char had = r != NULL;
+                size_t ovl = r ? r->value_len : 0;
+                pcb_buf_append(&u->log, &had, 1);
+                pcb_buf_put_le32(&u->log, r ? r->name_len & ~LEN_MASK : 0);
+                pcb_buf_put_le32(&u->log, (uint32_t)v.sl);
+                pcb_buf_put_le32(&u->log, (uint32_t)ovl);
+                pcb_buf_append(&u->log, (const char *)v.sname, v.sl);
+                if (r)
+                    pcb_buf_append(&u->log, (const char *)rec_value(r), ovl);
+                pcb_buf_append(&u->offs, (const char *)&at, sizeof at);
+                if (r)
+                    bytes += rec_size((uint32_t)v.sl, (uint32_t)ovl);
+            }
+            ok = note_change(s, u, v.sname, v.sl, st); /* merged over other writers' (merge.h) */
+        }
+        off += v.size;
     }
+    if (ok && (u->log.failed || u->offs.failed))
+        ok = pcb_oom(st);
+    if (ok && b->clear) {
+        pcb_map fresh;
+        ok = start_map(s, b->clear, n, bytes, &fresh, u, st);
+        if (ok) {
+            u->old_map = s->map;
+            s->map = fresh;
+            u->cleared = 1;
+        }
+    } else if (ok) {
+        /* Each put or undo adds at most one used slot: room for 2n, then the bytes. */
+        pcb_map *m = &s->map;
+        if ((m->live + m->tombs + 2 * n) * 4 > (m->mask + 1) * 3)
+            ok = pcb_map_rehash(m, m->live + 2 * n) || pcb_oom(st);
+        ok = ok && (pcb_map_reserve(m, bytes) || pcb_oom(st));
+    }
+    if (!ok) {
+        undo_notes(s, u);
+        pcb_buf_free(&redone);
+        undo_free(u);
+        return 0;
+    }
+    for (size_t off = 0; off < ops->len && ok;) {
+        op_view v = op_at(ops, off);
+        if (v.kind == OP_PUT)
+            ok = pcb_map_put(&s->map, v.sname, v.sl, 0, v.svalue, v.vl);
+        else if (v.kind == OP_REMOVE)
+            pcb_map_remove(&s->map, v.sname, v.sl);
+        if (s->opt.cache && v.kind != OP_DEAD)
+            pcb_map_remove(&s->plain_cache, v.name, v.nl);
+        off += v.size;
+    }
+    if (ok && b->clear && s->opt.cache)
+        pcb_map_clear(&s->plain_cache);
     pcb_buf_free(&redone);
-    if (ok)
-        ok = pcb_map_maybe_compact(&s->map) || pcb_oom(st);
     s->mem_gen++;
+    if (!ok) { /* cannot happen with the room reserved; still all or nothing */
+        undo_apply(s, u);
+        return pcb_oom(st);
+    }
+    return 1;
+}
+
+/* ----------------------------------------------------------- writing */
+
+int pcb_store_write_file(pcb_store *s, uint64_t *gen, pcb_status *st)
+{
+    return pcb_persist_write(s, gen, st);
+}
+
+void pcb_store_note_written(pcb_store *s, uint64_t gen)
+{
+    if (gen > s->disk_gen)
+        s->disk_gen = gen;
+    if (s->write_errno != 0 && s->disk_gen >= s->fail_gen)
+        s->write_errno = 0;
+    pthread_cond_broadcast(&s->cond);
+}
+
+/* A write of the applied changes failed (lock held): they stay pending. */
+static void note_failed(pcb_store *s, uint64_t gen, const pcb_status *st)
+{
+    s->write_errno = st->code == PCB_E_OS && st->os_errno ? st->os_errno : EIO;
+    s->fail_gen = gen;
+    snprintf(s->write_error, sizeof s->write_error,
+             "writing applied changes failed (they stay pending): %.200s", st->msg);
+    pthread_cond_broadcast(&s->cond);
+}
+
+int pcb_store_writer_has_work(const pcb_store *s)
+{
+    return s->disk_gen < s->mem_gen && !(s->write_errno != 0 && s->fail_gen >= s->mem_gen);
+}
+
+int pcb_store_write_pending(pcb_store *s, int retry_failed, pcb_status *st)
+{
+    pcb_lock_mutex(&s->io_lock);
+    pcb_store_lock(s);
+    uint64_t gen = s->mem_gen;
+    int pending = retry_failed ? s->disk_gen < gen : pcb_store_writer_has_work(s);
+    pcb_store_unlock(s);
+    int ok = 1;
+    if (pending) {
+        pcb_status local = {0};
+        ok = pcb_store_write_file(s, &gen, &local);
+        pcb_store_lock(s);
+        if (ok)
+            pcb_store_note_written(s, gen);
+        else
+            note_failed(s, gen, &local);
+        pcb_store_unlock(s);
+        if (!ok && st != NULL) {
+            *st = local;
+            snprintf(st->msg, sizeof st->msg, "%s", s->write_error);
+        }
+    }
+    pthread_mutex_unlock(&s->io_lock);
     return ok;
 }
+
+/* ------------------------------------------------------ commit, apply */
 
 static void *writer_main(void *arg);
 
@@ -202,65 +601,77 @@ static int start_writer(pcb_store *s, pcb_status *st)
     return 1;
 }
 
-int pcb_edit_commit(pcb_edit *e, int sync, pcb_status *st)
+/* commit(): applied, written, and undone if the write fails. io_lock is
+ * held throughout (commits reach the disk in order); `writing` keeps
+ * apply() and rotate out of the map until the write's outcome is known. */
+static int commit_sync(pcb_store *s, const edit_batch *b, pcb_status *st)
 {
-    pcb_store *s = e->s;
-    int ok;
-    if (sync) {
-        uint64_t gen;
-        pthread_mutex_lock(&s->io_lock);
+    undo_log u;
+    uint64_t gen = 0;
+    pcb_lock_mutex(&s->io_lock);
+    pcb_store_lock(s);
+    int ok = apply_ops(s, b, &u, st);
+    if (ok)
+        s->writing = 1;
+    pcb_store_unlock(s);
+    if (ok) {
+        ok = pcb_store_write_file(s, &gen, st);
         pcb_store_lock(s);
-        ok = apply_ops(s, e, st);
-        pcb_store_unlock(s);
-        ok = ok && pcb_persist_write(s, &gen, st);
+        s->writing = 0;
         if (ok) {
-            pcb_store_lock(s);
-            if (gen > s->disk_gen)
-                s->disk_gen = gen;
-            pthread_cond_broadcast(&s->cond);
-            pcb_store_unlock(s);
+            undo_drop(s, &u);
+            pcb_store_note_written(s, gen);
+        } else {
+            undo_apply(s, &u); /* memory equals disk again */
+            /* A merge during the failed write may have brought other writers'
+             * changes into the map the undo went over: the next write reads
+             * the file again and merges from scratch. */
+            pcb_share_forget_seen(s);
         }
-        pthread_mutex_unlock(&s->io_lock);
-    } else {
-        pcb_store_lock(s);
-        ok = apply_ops(s, e, st) && start_writer(s, st);
         pthread_cond_broadcast(&s->cond);
         pcb_store_unlock(s);
     }
-    e->ops.len = 0;
-    e->n_ops = 0;
-    e->clear = 0;
-    e->key_gen = s->key_gen;
+    pthread_mutex_unlock(&s->io_lock);
+    return ok;
+}
+
+/* apply(): memory now, the writer thread writes. */
+static int commit_async(pcb_store *s, const edit_batch *b, pcb_status *st)
+{
+    undo_log u;
+    pcb_store_lock(s);
+    while (s->writing)
+        pthread_cond_wait(&s->cond, &s->lock);
+    int ok = start_writer(s, st) && apply_ops(s, b, &u, st);
+    if (ok)
+        undo_drop(s, &u);
+    pthread_cond_broadcast(&s->cond);
+    pcb_store_unlock(s);
+    return ok;
+}
+
+int pcb_edit_commit(pcb_edit *e, int sync, pcb_status *st)
+{
+    edit_batch b;
+    take_batch(e, &b);
+    int ok = sync ? commit_sync(e->s, &b, st) : commit_async(e->s, &b, st);
+    pcb_buf_free(&b.ops);
     return ok;
 }
 
 static void *writer_main(void *arg)
 {
     pcb_store *s = arg;
-    pcb_store_lock(s);
+    pthread_mutex_lock(&s->lock);
     for (;;) {
-        while (!s->writer_stop && s->disk_gen >= s->mem_gen)
+        while (!s->writer_stop && !pcb_store_writer_has_work(s))
             pthread_cond_wait(&s->cond, &s->lock);
-        if (s->disk_gen >= s->mem_gen && s->writer_stop)
-            break;
-        pcb_store_unlock(s);
-        pcb_status st = {0};
-        uint64_t gen;
-        pthread_mutex_lock(&s->io_lock);
-        int ok = pcb_persist_write(s, &gen, &st);
-        pthread_mutex_unlock(&s->io_lock);
-        pcb_store_lock(s);
-        if (ok) {
-            if (gen > s->disk_gen)
-                s->disk_gen = gen;
-        } else {
-            /* Reported by the next flush/close; later changes retry. */
-            s->writer_errno = st.code == PCB_E_OS ? st.os_errno : EIO;
-            snprintf(s->writer_error, sizeof s->writer_error, "background write failed: %.200s", st.msg);
-            s->disk_gen = s->mem_gen;
-        }
-        pthread_cond_broadcast(&s->cond);
+        if (!pcb_store_writer_has_work(s))
+            break; /* stopping, with nothing left it could write */
+        pthread_mutex_unlock(&s->lock);
+        (void)pcb_store_write_pending(s, 0, NULL); /* a failure is kept for flush/close */
+        pthread_mutex_lock(&s->lock);
     }
-    pcb_store_unlock(s);
+    pthread_mutex_unlock(&s->lock);
     return NULL;
 }

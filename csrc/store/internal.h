@@ -25,9 +25,19 @@
  *
  * Locking: `lock` guards the map, the keys, the crypto contexts, the
  * generations and the stage clocks; `io_lock` serializes file writes and is
- * taken before `lock` when both are held. The file lock (merge.h), which
- * serializes writers across processes and Store objects, is taken after
- * io_lock and before `lock`.
+ * taken before `lock` when both are held; an editor's own `lock` comes
+ * before both. The file lock (merge.h), which serializes writers across
+ * processes and Store objects, is taken after io_lock and before `lock`.
+ * Every wait for a mutex goes through pcb_lock_mutex, which
+ * tries first and runs the embedder's wait hooks (py/: release the GIL)
+ * only when it must block. While `writing` is set (a commit's or rotate's
+ * write in flight, io_lock held) no one else changes the map, so a failed
+ * write can put it back exactly.
+ *
+ * Generations: mem_gen counts changes applied to memory, disk_gen the
+ * latest one on disk. A failed write leaves disk_gen behind: the changes
+ * stay pending (write_errno, fail_gen: the generation that failed) until a
+ * later write (the writer at the next change, flush, close) gets them out.
  */
 #ifndef PCB_STORE_INTERNAL_H
 #define PCB_STORE_INTERNAL_H
@@ -110,9 +120,13 @@ struct pcb_store {
     pthread_cond_t cond;
     pthread_t writer;
     int writer_started, writer_stop;
+    int writing;                      /* a commit or rotate writes; the map is theirs */
     uint64_t mem_gen, disk_gen;       /* changes applied / changes on disk */
-    int writer_errno;                 /* a background write's failure, reported once */
-    char writer_error[256];
+    int write_errno;                  /* the last failed write of applied changes (0: none) */
+    uint64_t fail_gen;                /* the generation it tried to write */
+    char write_error[256];
+    pcb_store *fork_prev, *fork_next; /* every open store, for the fork handler (store.c) */
+    int registered, sync_ready;       /* in that list; the locks above initialised */
 
     char *path, *dir, *store_name, *scrypt_path;
     size_t store_name_len;
@@ -160,13 +174,32 @@ struct pcb_store {
 
 struct pcb_edit {
     pcb_store *s;
+    pthread_mutex_t lock; /* the fields below: an editor may be shared between threads */
     int clear;
     uint64_t key_gen;
     pcb_buf ops; /* records: kind, lengths, plain name, stored name, stored value, plaintext */
     size_t n_ops;
+    size_t dedup_at; /* log bytes that trigger the next dedup (0: the first) */
+    uint64_t seed;   /* of the dedup's name hash */
+    pcb_edit *fork_prev, *fork_next; /* every editor, for the fork handler (store.c) */
 };
 
-static inline void pcb_store_lock(pcb_store *s) { pthread_mutex_lock(&s->lock); }
+/* The embedder's wait hooks (pcb_store_set_wait_hooks, store.c). */
+extern void *(*pcb_wait_begin)(void);
+extern void (*pcb_wait_end)(void *);
+
+/* Locks m: at once if free, else around the wait hooks. */
+static inline void pcb_lock_mutex(pthread_mutex_t *m)
+{
+    if (pthread_mutex_trylock(m) == 0)
+        return;
+    void *token = pcb_wait_begin != NULL ? pcb_wait_begin() : NULL;
+    pthread_mutex_lock(m);
+    if (token != NULL)
+        pcb_wait_end(token);
+}
+
+static inline void pcb_store_lock(pcb_store *s) { pcb_lock_mutex(&s->lock); }
 static inline void pcb_store_unlock(pcb_store *s) { pthread_mutex_unlock(&s->lock); }
 
 /* Stage clocks (lock held): STAGE_BEGIN starts one, each STAGE_END adds the
@@ -190,5 +223,25 @@ int pcb_store_all_locked(pcb_store *s, pcb_store_entry_fn fn, void *arg, pcb_sta
  * under the current keys (lock held). */
 int pcb_edit_encode_op(pcb_store *s, pcb_buf *ops, int kind, const char *name, size_t nl,
                        const uint8_t *pt, size_t pl, pcb_status *st);
+/* store.c: an editor joins / leaves the list the fork handler walks (its
+ * lock is made afresh in a forked child). */
+void pcb_store_register_edit(pcb_edit *e);
+void pcb_store_unregister_edit(pcb_edit *e);
+/* commit.c: THE one place the store's file is written (commit, apply's
+ * writer, flush's retry, rotate): io_lock held by the caller, the store's
+ * lock not held. *gen gets the generation written. 1, or 0 with st set. */
+int pcb_store_write_file(pcb_store *s, uint64_t *gen, pcb_status *st);
+/* commit.c: gen is on disk (lock held): disk_gen advanced, a failure it
+ * covers forgotten, waiters woken. */
+void pcb_store_note_written(pcb_store *s, uint64_t gen);
+/* commit.c: 1 if applied changes wait for a write that has not failed at
+ * this generation yet (lock held). */
+int pcb_store_writer_has_work(const pcb_store *s);
+/* commit.c: writes whatever memory holds beyond disk (takes io_lock, then
+ * the lock), unless the last write failed at this very generation and not
+ * retry_failed (the writer: it waits for a new change instead); 1 if
+ * nothing was pending or it is written, else 0 with st set (st may be
+ * NULL) and the changes still pending. */
+int pcb_store_write_pending(pcb_store *s, int retry_failed, pcb_status *st);
 
 #endif /* PCB_STORE_INTERNAL_H */

@@ -50,9 +50,39 @@ int pcb_share_note(pcb_store *s, const uint8_t *sname, size_t len, pcb_status *s
 
 void pcb_share_note_clear(pcb_store *s)
 {
+    /* The notes of earlier changes stay (an undone clear needs them); while
+     * clear_gen is set they are not used, and the write forgets them. */
     s->share.clear_gen = s->mem_gen + 1;
-    if (s->share.dirty_ready)
-        pcb_map_clear(&s->share.dirty); /* the clear covers every earlier change */
+}
+
+uint64_t pcb_share_noted(const pcb_store *s, const uint8_t *sname, size_t len)
+{
+    if (!s->share.dirty_ready)
+        return 0;
+    const rec_header *d = pcb_map_find(&s->share.dirty, sname, len);
+    return d ? pcb_load_le64(rec_value(d)) : 0;
+}
+
+void pcb_share_unnote(pcb_store *s, const uint8_t *sname, size_t len, uint64_t prev)
+{
+    if (!s->share.dirty_ready)
+        return;
+    const rec_header *d = pcb_map_find(&s->share.dirty, sname, len);
+    if (d == NULL)
+        return;
+    if (prev == 0) {
+        pcb_map_remove(&s->share.dirty, sname, len);
+    } else { /* in place: the record holds 8 bytes, as before */
+        uint8_t *v = (uint8_t *)rec_value(d);
+        pcb_store_le32(v, (uint32_t)prev);
+        pcb_store_le32(v + 4, (uint32_t)(prev >> 32));
+    }
+}
+
+void pcb_share_forget_seen(pcb_store *s)
+{
+    s->share.seen_counter = UINT64_MAX;
+    memset(&s->share.seen_id, 0, sizeof s->share.seen_id);
 }
 
 void pcb_share_seen(pcb_store *s)

@@ -53,6 +53,14 @@ typedef struct {
 int pcb_share_note(pcb_store *s, const uint8_t *sname, size_t len, pcb_status *st);
 /* Records a clear() (store lock held, before mem_gen is bumped). */
 void pcb_share_note_clear(pcb_store *s);
+/* The generation noted for stored name, 0 if none (store lock held). */
+uint64_t pcb_share_noted(const pcb_store *s, const uint8_t *sname, size_t len);
+/* Puts a name's note back to prev (0: no note) after a failed commit's
+ * undo (store lock held); cannot fail. */
+void pcb_share_unnote(pcb_store *s, const uint8_t *sname, size_t len, uint64_t prev);
+/* Forgets what the file looked like, so that the next write reads it again
+ * and merges (after an undo that may have gone over merged changes). */
+void pcb_share_forget_seen(pcb_store *s);
 /* Records the lock file's counter and the file's identity before a load
  * reads the file. */
 void pcb_share_seen(pcb_store *s);

@@ -54,14 +54,20 @@ static int dump_entry(void *arg, const char *name, size_t nl, const uint8_t *v, 
 }
 
 /* What a failed rotation puts back: the keys, the options naming the
- * master key, the sealed keyset texts. */
+ * master key, the sealed keyset texts, and the crypto contexts themselves
+ * (moved aside, not rebuilt, so that putting them back cannot fail). */
 typedef struct {
     uint8_t siv_key[SIV_KEY_LEN], value_key[VALUE_KEY_LEN], siv_kid[4], value_kid[4];
     uint8_t master[MASTER_KEY_LEN];
     pcb_tink_keyset keyset[2]; /* every key, as a lazy rotation may have left several */
+    uint8_t s2v_store[16];
     pcb_store_options opt;
     pcb_buf text[2];
-    int new_master; /* s->opt now owns new strings; opt holds the old ones */
+    pcb_siv siv;
+    int siv_ready;
+    pcb_aead_pair value, master_ctx;
+    int new_master;     /* s->opt now owns new strings; opt holds the old ones */
+    int moved_master;   /* master_ctx holds the old master context */
 } saved_keys;
 
 static void save_keys(pcb_store *s, saved_keys *k)
@@ -72,12 +78,21 @@ static void save_keys(pcb_store *s, saved_keys *k)
     memcpy(k->value_kid, s->value_kid, 4);
     memcpy(k->master, s->master, MASTER_KEY_LEN);
     memcpy(k->keyset, s->keyset, sizeof k->keyset);
+    memcpy(k->s2v_store, s->s2v_store, 16);
     k->opt = s->opt;
     k->new_master = 0;
+    k->moved_master = 0;
     for (int i = 0; i < 2; i++) {
         k->text[i] = s->keyset_text[i];
         pcb_buf_init(&s->keyset_text[i]);
     }
+    /* The entry contexts move aside: pcb_keys_new builds new ones. */
+    k->siv = s->siv;
+    k->siv_ready = s->siv_ready;
+    s->siv_ready = 0;
+    memset(&s->siv, 0, sizeof s->siv);
+    k->value = s->value;
+    s->value.enc = s->value.dec = NULL;
 }
 
 static void free_options(pcb_store_options *o)
@@ -87,7 +102,8 @@ static void free_options(pcb_store_options *o)
         pcb_wipe_free((void *)o->passphrase, o->passphrase_len + 1);
 }
 
-/* Nothing changed on disk: the old keys, options and contexts come back. */
+/* Nothing changed on disk: the old keys, options and contexts come back
+ * (moved back, so this cannot fail). */
 static void restore_keys(pcb_store *s, saved_keys *k)
 {
     memcpy(s->siv_key, k->siv_key, SIV_KEY_LEN);
@@ -96,6 +112,7 @@ static void restore_keys(pcb_store *s, saved_keys *k)
     memcpy(s->value_kid, k->value_kid, 4);
     memcpy(s->master, k->master, MASTER_KEY_LEN);
     memcpy(s->keyset, k->keyset, sizeof s->keyset);
+    memcpy(s->s2v_store, k->s2v_store, 16);
     if (k->new_master) {
         free_options(&s->opt);
         s->opt = k->opt;
@@ -106,11 +123,21 @@ static void restore_keys(pcb_store *s, saved_keys *k)
         s->keyset_text[i] = k->text[i];
         pcb_buf_init(&k->text[i]);
     }
-    pcb_status ignored = {0};
-    pcb_aead_pair_free(&s->master_ctx);
-    pcb_aead_pair_new(&s->master_ctx, s->master_cipher, s->master, &ignored);
-    s->key_gen++;
-    pcb_keys_contexts(s, &ignored);
+    if (k->moved_master) {
+        pcb_aead_pair_free(&s->master_ctx);
+        s->master_ctx = k->master_ctx;
+        k->master_ctx.enc = k->master_ctx.dec = NULL;
+        k->moved_master = 0;
+    }
+    if (s->siv_ready)
+        pcb_siv_free(&s->siv);
+    s->siv = k->siv;
+    s->siv_ready = k->siv_ready;
+    k->siv_ready = 0;
+    pcb_aead_pair_free(&s->value);
+    s->value = k->value;
+    k->value.enc = k->value.dec = NULL;
+    s->key_gen++; /* editors encrypt their puts again, under these keys */
 }
 
 /* Drops what save_keys kept (after success, or after restore_keys). */
@@ -120,6 +147,11 @@ static void drop_saved(saved_keys *k)
         free_options(&k->opt);
     pcb_buf_free(&k->text[0]);
     pcb_buf_free(&k->text[1]);
+    if (k->siv_ready)
+        pcb_siv_free(&k->siv);
+    pcb_aead_pair_free(&k->value);
+    if (k->moved_master)
+        pcb_aead_pair_free(&k->master_ctx);
     OPENSSL_cleanse(k, sizeof *k);
 }
 
@@ -134,10 +166,13 @@ static int new_master(pcb_store *s, const pcb_store_options *new_opt, saved_keys
     o.passphrase = new_opt->passphrase;
     o.passphrase_len = new_opt->passphrase_len;
     o.scrypt_n = new_opt->scrypt_n;
-    if (!pcb_store_own_options(&s->opt, &o))
+    if (!pcb_store_own_options(&s->opt, &o)) /* all or nothing: s->opt as it was */
         return pcb_oom(st);
     int created;
     k->new_master = 1;
+    k->master_ctx = s->master_ctx; /* kept whole for a rollback */
+    s->master_ctx.enc = s->master_ctx.dec = NULL;
+    k->moved_master = 1;
     return pcb_keys_load_master(s, 1, &created, st);
 }
 
@@ -161,24 +196,32 @@ static int reencrypt(pcb_store *s, const plain_dump *d, pcb_map *fresh, pcb_stat
     return ok;
 }
 
-/* Swaps fresh in and writes the file (lock held on entry and exit; dropped
- * while writing). On failure the old map is back and fresh holds the new. */
+/* Swaps fresh in and writes the file (io_lock held; lock held on entry and
+ * exit, dropped while writing, with `writing` set so that no apply() lands
+ * in a map a rollback would drop). On failure the old map and generation
+ * are back and fresh holds the new. */
 static int swap_and_write(pcb_store *s, pcb_map *fresh, pcb_status *st)
 {
     pcb_map old = s->map;
-    uint64_t gen;
+    uint64_t gen = 0, gen_before = s->mem_gen;
     s->map = *fresh;
     s->mem_gen++;
+    s->writing = 1;
     pcb_store_unlock(s);
-    int ok = pcb_persist_write(s, &gen, st);
+    int ok = pcb_store_write_file(s, &gen, st);
     pcb_store_lock(s);
+    s->writing = 0;
     if (ok) {
         pcb_map_free(&old);
-        s->disk_gen = gen;
+        pcb_store_note_written(s, gen);
     } else {
         *fresh = s->map;
         s->map = old;
+        s->mem_gen = gen_before;
+        if (s->opt.cache)
+            pcb_map_clear(&s->plain_cache);
     }
+    pthread_cond_broadcast(&s->cond);
     return ok;
 }
 
@@ -194,7 +237,7 @@ int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status 
     int have_fresh = 0;
     pcb_buf_init(&d.names);
     pcb_buf_init(&d.values);
-    pthread_mutex_lock(&s->io_lock);
+    pcb_lock_mutex(&s->io_lock);
     /* Other writers wait until the new file is in place; their changes so far are merged first. */
     int locked = pcb_share_lock(s, 1, st);
     pcb_store_lock(s);

@@ -6,6 +6,7 @@
 #include "store/store.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,12 +25,105 @@ int pcb_store_is_reserved(const char *name, size_t len)
            || (len == sizeof VALUE_KEYSET - 1 && memcmp(name, VALUE_KEYSET, len) == 0);
 }
 
+/* ------------------------------------------------------- waits, fork */
+
+void *(*pcb_wait_begin)(void);
+void (*pcb_wait_end)(void *);
+
+void pcb_store_set_wait_hooks(void *(*begin)(void), void (*end)(void *))
+{
+    pcb_wait_begin = begin;
+    pcb_wait_end = end;
+}
+
+/* Every open store, so that a forked child can make them its own. */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static pcb_store *registry;
+static pcb_edit *edit_registry;
+static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void) { pthread_mutex_lock(&registry_lock); }
+static void fork_parent(void) { pthread_mutex_unlock(&registry_lock); }
+
+/* In the child only the forking thread exists: no writer, and no other
+ * thread will ever release a lock it held at the fork. Each store gets
+ * fresh locks and no writer; its pending changes are written by the
+ * child's own flush/close, or by a writer its next apply() starts. */
+static void fork_child(void)
+{
+    pthread_mutex_init(&registry_lock, NULL);
+    for (pcb_store *s = registry; s != NULL; s = s->fork_next) {
+        pthread_mutex_init(&s->lock, NULL);
+        pthread_mutex_init(&s->io_lock, NULL);
+        pthread_cond_init(&s->cond, NULL);
+        s->writer_started = 0;
+        s->writer_stop = 0;
+        s->writing = 0;
+        pcb_share_after_fork_child(&s->share); /* a parent's file lock stays the parent's */
+    }
+    for (pcb_edit *e = edit_registry; e != NULL; e = e->fork_next)
+        pthread_mutex_init(&e->lock, NULL);
+}
+
+static void registry_init(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+
+static void registry_add(pcb_store *s)
+{
+    pcb_lock_mutex(&registry_lock);
+    s->fork_prev = NULL;
+    s->fork_next = registry;
+    if (registry != NULL)
+        registry->fork_prev = s;
+    registry = s;
+    pthread_mutex_unlock(&registry_lock);
+}
+
+static void registry_remove(pcb_store *s)
+{
+    pcb_lock_mutex(&registry_lock);
+    if (s->fork_prev != NULL)
+        s->fork_prev->fork_next = s->fork_next;
+    else if (registry == s)
+        registry = s->fork_next;
+    if (s->fork_next != NULL)
+        s->fork_next->fork_prev = s->fork_prev;
+    s->fork_prev = s->fork_next = NULL;
+    pthread_mutex_unlock(&registry_lock);
+}
+
+void pcb_store_register_edit(pcb_edit *e)
+{
+    pthread_once(&registry_once, registry_init);
+    pcb_lock_mutex(&registry_lock);
+    e->fork_prev = NULL;
+    e->fork_next = edit_registry;
+    if (edit_registry != NULL)
+        edit_registry->fork_prev = e;
+    edit_registry = e;
+    pthread_mutex_unlock(&registry_lock);
+}
+
+void pcb_store_unregister_edit(pcb_edit *e)
+{
+    pcb_lock_mutex(&registry_lock);
+    if (e->fork_prev != NULL)
+        e->fork_prev->fork_next = e->fork_next;
+    else if (edit_registry == e)
+        edit_registry = e->fork_next;
+    if (e->fork_next != NULL)
+        e->fork_next->fork_prev = e->fork_prev;
+    e->fork_prev = e->fork_next = NULL;
+    pthread_mutex_unlock(&registry_lock);
+}
+
 /* ------------------------------------------------------------ open/close */
 
 static void store_free(pcb_store *s)
 {
     if (s == NULL)
         return;
+    if (s->registered)
+        registry_remove(s);
     if (s->siv_ready)
         pcb_siv_free(&s->siv);
     pcb_aead_pair_free(&s->value);
@@ -47,29 +141,57 @@ static void store_free(pcb_store *s)
     if (s->opt.passphrase)
         pcb_wipe_free((void *)s->opt.passphrase, s->opt.passphrase_len + 1);
     free((void *)s->opt.master_key_file);
-    pthread_mutex_destroy(&s->lock);
-    pthread_mutex_destroy(&s->io_lock);
-    pthread_cond_destroy(&s->cond);
+    if (s->sync_ready) {
+        pthread_mutex_destroy(&s->lock);
+        pthread_mutex_destroy(&s->io_lock);
+        pthread_cond_destroy(&s->cond);
+    }
     OPENSSL_cleanse(s, sizeof *s);
     free(s);
 }
 
-/* Copies the options' strings so the store owns them. */
+/* Copies the options' strings so the store owns them; all or nothing:
+ * on failure *dst is untouched. */
 int pcb_store_own_options(pcb_store_options *dst, const pcb_store_options *src)
 {
-    *dst = *src;
-    dst->master_key_file = src->master_key_file ? strdup(src->master_key_file) : NULL;
-    dst->passphrase = NULL;
+    pcb_store_options o = *src;
+    o.master_key_file = src->master_key_file ? strdup(src->master_key_file) : NULL;
+    o.passphrase = NULL;
     if (src->passphrase) {
         char *p = malloc(src->passphrase_len + 1);
         if (p) {
             memcpy(p, src->passphrase, src->passphrase_len);
             p[src->passphrase_len] = '\0';
         }
-        dst->passphrase = p;
+        o.passphrase = p;
     }
-    return (src->master_key_file == NULL || dst->master_key_file != NULL)
-           && (src->passphrase == NULL || dst->passphrase != NULL);
+    if ((src->master_key_file != NULL && o.master_key_file == NULL)
+        || (src->passphrase != NULL && o.passphrase == NULL)) {
+        free((void *)o.master_key_file);
+        if (o.passphrase)
+            pcb_wipe_free((void *)o.passphrase, o.passphrase_len + 1);
+        return 0;
+    }
+    *dst = o;
+    return 1;
+}
+
+/* The store's locks and condition; 1, or 0 with st set (nothing to undo). */
+static int sync_init(pcb_store *s, pcb_status *st)
+{
+    int rc = pthread_mutex_init(&s->lock, NULL);
+    if (rc == 0 && (rc = pthread_mutex_init(&s->io_lock, NULL)) != 0)
+        pthread_mutex_destroy(&s->lock);
+    if (rc == 0 && (rc = pthread_cond_init(&s->cond, NULL)) != 0) {
+        pthread_mutex_destroy(&s->lock);
+        pthread_mutex_destroy(&s->io_lock);
+    }
+    if (rc != 0) {
+        errno = rc;
+        return pcb_fail_os(st, "cannot create the store's locks");
+    }
+    s->sync_ready = 1;
+    return 1;
 }
 
 /* A store struct for path with its own copies of the options and names,
@@ -82,9 +204,6 @@ static pcb_store *store_new(const char *path, const pcb_store_options *opt,
         pcb_oom(st);
         return NULL;
     }
-    pthread_mutex_init(&s->lock, NULL);
-    pthread_mutex_init(&s->io_lock, NULL);
-    pthread_cond_init(&s->cond, NULL);
     pcb_buf_init(&s->scratch);
     pcb_buf_init(&s->keyset_text[0]);
     pcb_buf_init(&s->keyset_text[1]);
@@ -119,6 +238,13 @@ static pcb_store *store_new(const char *path, const pcb_store_options *opt,
         store_free(s);
         return NULL;
     }
+    if (!sync_init(s, st)) {
+        store_free(s);
+        return NULL;
+    }
+    pthread_once(&registry_once, registry_init);
+    registry_add(s);
+    s->registered = 1;
     return s;
 }
 
@@ -166,20 +292,20 @@ pcb_store *pcb_store_open(const char *path, const pcb_store_options *opt,
     return s;
 }
 
+/* Waits for the writer while it can still make progress on the changes
+ * applied before this call (later ones are not waited for: a busy apply()
+ * loop cannot hold a flush forever); if it failed on them (or there is
+ * none, as in a forked child) writes here once more. */
 int pcb_store_flush(pcb_store *s, pcb_status *st)
 {
     pcb_store_lock(s);
-    while (s->disk_gen < s->mem_gen && s->writer_errno == 0 && s->writer_started)
+    const uint64_t target = s->mem_gen;
+    while (s->writer_started && s->disk_gen < target && !s->writer_stop
+           && !(s->write_errno != 0 && s->fail_gen >= target))
         pthread_cond_wait(&s->cond, &s->lock);
-    int err = s->writer_errno;
-    if (err) {
-        st->code = PCB_E_OS;
-        st->os_errno = err;
-        snprintf(st->msg, sizeof st->msg, "%s", s->writer_error);
-        s->writer_errno = 0;
-    }
+    int pending = s->disk_gen < target;
     pcb_store_unlock(s);
-    return err == 0;
+    return !pending || pcb_store_write_pending(s, 1, st);
 }
 
 int pcb_store_close(pcb_store *s, pcb_status *st)

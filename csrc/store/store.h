@@ -11,9 +11,10 @@
  * "faithful" mode that repeats ESP's per-call work, and the stage clocks and
  * heap accounting the benchmarks read. No Python: every call takes a
  * pcb_status and may run without the GIL. Thread-safe: one mutex guards the
- * map and keys, another serializes file writes; across processes and store
- * objects, writes take a file lock and merge other writers' changes per key
- * (store/merge.h), reads take none.
+ * map and keys, another serializes file writes, each editor has its own;
+ * a forked child gets fresh locks and its own writer. Across processes and
+ * store objects, writes take a file lock and merge other writers' changes
+ * per key (store/merge.h), reads take none.
  *
  * Values cross this API in ESP's plaintext serialization: a big-endian int32
  * type id (pcb_pref_type) followed by the payload (string: int32 length +
@@ -93,14 +94,22 @@ int pcb_edit_put(pcb_edit *e, const char *name, size_t name_len, const uint8_t *
 int pcb_edit_remove(pcb_edit *e, const char *name, size_t name_len, pcb_status *st);
 void pcb_edit_clear(pcb_edit *e);
 /* At commit, before the puts: removes every entry whose name does not open
- * (which no plain name reaches; see pcb_codec_drop_unreadable). */
+ * (which no plain name reaches), each noted for the merge, in the
+ * same all-or-nothing apply as the rest (commit.c start_map). */
 void pcb_edit_remove_unreadable(pcb_edit *e);
-/* sync = 1: commit() — written and durable on return. sync = 0: apply() —
- * memory now, disk on the writer thread. The editor is emptied either way. */
+/* sync = 1: commit() — written and durable on return; if the write fails,
+ * 0 with st set and memory as before the commit (all or nothing). sync = 0:
+ * apply() — memory now (all or nothing), disk on the writer thread; a
+ * failed background write stays pending (see pcb_store_flush). The editor
+ * is emptied either way. Editors are thread-safe: a put racing a commit
+ * lands in it or in the next one; the last op on a name wins, a clear is
+ * done first (Android's order). */
 int pcb_edit_commit(pcb_edit *e, int sync, pcb_status *st);
 void pcb_edit_free(pcb_edit *e);
 
-/* Waits until every applied change is on disk. */
+/* Waits until every applied change is on disk; if a background write
+ * failed, tries once more here. 0 with st set while changes stay pending
+ * (every later flush/close/commit retries them); never waits forever. */
 int pcb_store_flush(pcb_store *s, pcb_status *st);
 
 /* Re-encrypts everything under new keysets, and under a new master key when
@@ -118,6 +127,12 @@ uint64_t pcb_store_disk_bytes(pcb_store *s);
 /* Stage clocks: on/off, and read-and-reset of the accumulated ns. */
 void pcb_store_stage_clocks(pcb_store *s, int on);
 void pcb_store_take_stages(pcb_store *s, uint64_t ns[PCB_STAGE_COUNT]);
+
+/* The embedder's hooks around a wait for a store or editor lock that is
+ * busy (process-wide; set once, before any store opens): begin returns a
+ * token (NULL: nothing to undo) that end gets back after the wait. py/ uses
+ * them to release the GIL, so no thread waits for a store lock holding it. */
+void pcb_store_set_wait_hooks(void *(*begin)(void), void (*end)(void *));
 
 /* 1 if name is one of ESP's reserved keyset names. */
 int pcb_store_is_reserved(const char *name, size_t name_len);
