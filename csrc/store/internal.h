@@ -148,6 +148,7 @@ struct pcb_store {
     uint8_t siv_kid[4], value_kid[4]; /* the primaries' ids, big-endian as in a prefix */
     pcb_tink_keyset keyset[2]; /* [0] key, [1] value: every key (the primary copied above) */
     int pre_tink_values; /* the value keyset was an earlier release's text: no type URL */
+    int rekeying;        /* rotate() is loading a new master key (keys.c); lock held */
     uint64_t key_gen; /* bumped by rotate: editors re-encrypt their puts */
     pcb_siv siv;
     int siv_ready;

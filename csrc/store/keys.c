@@ -331,8 +331,8 @@ static int scrypt_create(pcb_store *s, uint64_t n, uint8_t key[MASTER_KEY_LEN], 
 static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MASTER_KEY_LEN],
                                   int *created, pcb_status *st)
 {
-    /* A rotation: the store already has a master key (the old one). */
-    const int rotating = s->master_ctx.enc != NULL;
+    /* A rotation (rotate.c sets rekeying): the store has a master key, the old one. */
+    const int rotating = s->rekeying;
     const uint64_t asked_n = s->opt.scrypt_n ? s->opt.scrypt_n : DEFAULT_SCRYPT_N;
     uint8_t fresh[MASTER_KEY_LEN];
     pcb_file_bytes f;

@@ -137,7 +137,8 @@ int pcb_persist_write(pcb_store *s, uint64_t *gen, pcb_status *st)
     /* Other writers: the file lock (unless the caller holds it), and their
      * changes merged in if the file changed since this store saw it. */
     int took = !s->share.lock_held;
-    *gen = 0;
+    /* *gen: the generation written, set once serialized; a failure before
+     * that leaves the caller's value (the generation it tried to write). */
     if (!pcb_share_lock(s, 1, st))
         return 0;
     pcb_buf b;

@@ -16,7 +16,8 @@
 
 /* Takes the file lock (unless held), merges what other writers changed
  * (store/merge.h), serializes under the lock, then writes atomically
- * (io_lock held by the caller). *gen gets the generation written. 1, or 0
+ * (io_lock held by the caller). *gen gets the generation written (left as the
+ * caller set it when the write fails before serializing). 1, or 0
  * with st set. */
 int pcb_persist_write(pcb_store *s, uint64_t *gen, pcb_status *st);
 /* Loads the file into the empty map, with its keys (or new ones for a new

@@ -173,7 +173,10 @@ static int new_master(pcb_store *s, const pcb_store_options *new_opt, saved_keys
     k->master_ctx = s->master_ctx; /* kept whole for a rollback */
     s->master_ctx.enc = s->master_ctx.dec = NULL;
     k->moved_master = 1;
-    return pcb_keys_load_master(s, 1, &created, st);
+    s->rekeying = 1;
+    int ok = pcb_keys_load_master(s, 1, &created, st);
+    s->rekeying = 0;
+    return ok;
 }
 
 /* Every dumped entry encrypted under the store's (new) keys into fresh. */
