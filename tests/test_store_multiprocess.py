@@ -480,3 +480,45 @@ def test_issue11_item4_only_dead_writers_temp_files_are_removed(tmp_path):
         live.wait()
     with store.open(path, **opts) as s:
         assert s.all() == {"a": "1", "b": "2"}
+
+
+# ------------------------------------------------- a failed commit and the merge (items 5, 6)
+
+@pytest.mark.parametrize("kind", ["entries", "file", "plain"])
+@pytest.mark.parametrize("clear", [False, True], ids=["put", "clear"])
+def test_issue11_item5_failed_commit_gives_back_its_claim_on_other_writers_keys(tmp_path, kind, clear):
+    """Store B's commit of k1 fails (RLIMIT_FSIZE) after store A committed k1: the undo takes
+    back B's claim on k1, so B's next commit (of k2) merges A's k1 instead of writing B's old
+    view over it; with clear(), A's keys come back too."""
+    path, mk = tmp_path / "s.xml", tmp_path / "mk.bin"
+    code = """
+        import json, os, resource, signal, sys
+        from pycipherbench import store
+        path, opts = sys.argv[1], json.loads(sys.argv[2])
+        clear = sys.argv[3] == "1"
+        with store.open(path, **opts) as s0:
+            s0.edit().put_string("k0", "zero").commit()
+        a, b = store.open(path, **opts), store.open(path, **opts)
+        a.edit().put_string("k1", "A").put_string("a_only", "x" * 64).commit()
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, hard))
+        e = b.edit()
+        if clear:
+            e.clear()
+        try:
+            e.put_string("k1", "B").commit()
+        except OSError as err:
+            print("failed", err.errno)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        assert b.get_string("k1") is None, b.get_string("k1")  # memory equals disk as B saw it
+        b.edit().put_string("k2", "B2").commit()
+        a.close(); b.close()
+        with store.open(path, **opts) as s:
+            print(json.dumps(s.all(), sort_keys=True))
+    """
+    p = _spawn(code, str(path), json.dumps(_keyed(kind, mk)), "1" if clear else "0")
+    out = _finish(p)
+    assert "failed 27" in out, out  # EFBIG
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got == {"k0": "zero", "k1": "A", "a_only": "x" * 64, "k2": "B2"}, got
