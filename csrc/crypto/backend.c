@@ -143,6 +143,12 @@ int pcb_backend_block_message(const pcb_backend_ops *ops, void *ctx, const pcb_t
     }
     if (!ops->update(ctx, in, out, in_len, st))
         return 0;
+    return pcb_pkcs7_unpad(t, out, in_len, b, out_len, st);
+}
+
+int pcb_pkcs7_unpad(const pcb_transform *t, uint8_t *out, size_t in_len, size_t b,
+                    size_t *out_len, pcb_status *st)
+{
     /* Check every pad byte without branching on secret data. */
     uint8_t pad = out[in_len - 1];
     unsigned bad = (unsigned)(pad == 0) | (unsigned)(pad > b);

@@ -91,6 +91,12 @@ int pcb_backend_lacks(pcb_backend b, const pcb_evp_cache *cache, const pcb_trans
  * over a backend's reset/update: the padding and its constant-time check
  * are here, once for every backend. out has room for pcb_max_output().
  */
+/* PKCS#5/7 padding of a decrypted message of in_len bytes (blocks of b)
+ * checked without branching on secret data (the one home of that check:
+ * TEA's messages in cipher.c use it too); *out_len without it, or
+ * PCB_E_DECRYPT with out wiped. */
+int pcb_pkcs7_unpad(const pcb_transform *t, uint8_t *out, size_t in_len, size_t b,
+                    size_t *out_len, pcb_status *st);
 int pcb_backend_block_message(const pcb_backend_ops *ops, void *ctx, const pcb_transform *t,
                               int encrypt, const uint8_t *iv, size_t iv_len,
                               const uint8_t *in, size_t in_len, uint8_t *out,

@@ -170,22 +170,7 @@ static int tea_message(pcb_cipher *c, const uint8_t *in, size_t in_len, uint8_t 
     else
         pcb_tea_ecb(&c->tea, 0, in, out, full);
     *out_len = in_len;
-    if (t->padding) {
-        /* Check every pad byte without branching on secret data. */
-        uint8_t pad = out[in_len - 1];
-        unsigned bad = (unsigned)(pad == 0) | (unsigned)(pad > b);
-        for (size_t i = 1; i <= b; i++) {
-            unsigned in_pad = i <= pad;
-            bad |= in_pad & (unsigned)(out[in_len - i] != pad);
-        }
-        if (bad) {
-            OPENSSL_cleanse(out, in_len);
-            return pcb_fail(st, PCB_E_DECRYPT, "%s: bad padding (wrong key, IV or corrupted data)",
-                            t->name);
-        }
-        *out_len = in_len - pad;
-    }
-    return 1;
+    return !t->padding || pcb_pkcs7_unpad(t, out, in_len, b, out_len, st);
 }
 
 static int siv_message(pcb_cipher *c, int rekey, const pcb_bytes *aad, size_t n_aad,
