@@ -12,6 +12,7 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 from pathlib import Path
@@ -23,7 +24,9 @@ from pycipherbench import store
 
 PW = "correct horse"
 N = 16  # small scrypt costs keep the tests fast; the bounds are checked separately
-ROOT = str(Path(__file__).resolve().parent.parent)
+# The directory holding the pycipherbench under test (a checkout with an in-place build, or
+# site-packages): children import that one, from a neutral working directory.
+ROOT = str(Path(pcb.__file__).resolve().parent.parent)
 needs_root = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
                                 reason="needs root to give a file to another uid")
 OTHER_UID = 65534
@@ -54,7 +57,7 @@ def mac_of(params: dict, passphrase: bytes) -> str:
 
 def run_child(code: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=ROOT,
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=tempfile.gettempdir(),
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -16,6 +16,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 from pathlib import Path
@@ -47,7 +48,10 @@ def _keyed(kind: str, mk: Path) -> dict:
 
 
 def _spawn(code: str, *args: str) -> subprocess.Popen:
+    # cwd: a neutral directory, so that "python -c" imports the package under test, not a
+    # checkout's sources without their extension.
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], env=ENV,
+                            cwd=tempfile.gettempdir(),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 

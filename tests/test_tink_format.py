@@ -571,6 +571,14 @@ def test_issue12_inspect_layouts_and_formats(tmp_path, master):
         store.inspect(tmp_path / "bad.xml")
 
 
+def _child_env() -> dict:
+    """A child's environment that imports the pycipherbench under test (a checkout with an
+    in-place build, or site-packages) from any working directory."""
+    import pycipherbench
+    root = str(Path(pycipherbench.__file__).resolve().parent.parent)
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+
+
 def test_issue12_cli_store_inspect(tmp_path, master):
     import json
     kf, key = master
@@ -578,14 +586,13 @@ def test_issue12_cli_store_inspect(tmp_path, master):
     TinkEsp(key).write(path, TYPED[:3])
     out = subprocess.run([sys.executable, "-m", "pycipherbench.cli", "store", "inspect", str(path),
                           "--json", "-"], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parent.parent)
+                         cwd=tmp_path, env=_child_env())
     assert out.returncode == 0, out.stderr
     assert "layout 'entries', 3 entries" in out.stdout
     data = json.loads(out.stdout[out.stdout.index("{"):])
     assert data["key_keyset"]["keys"][0]["type_url"] == SIV_URL
     bad = subprocess.run([sys.executable, "-m", "pycipherbench.cli", "store", "inspect"],
-                         capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parent.parent)
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path, env=_child_env())
     assert bad.returncode == 2 and "usage: pycipherbench store inspect FILE" in bad.stderr
 
 
