@@ -66,9 +66,6 @@ int pcb_codec_bk_check(const pcb_store_options *o, const pcb_evp_cache *cache, p
     if (b <= PCB_BK_OPENSSL || b >= PCB_BK_COUNT)
         return pcb_fail(st, PCB_E_VALUE, "unknown crypto_backend");
     const char *name = pcb_backend_name(b);
-    if (pcb_backend_get(b) == NULL)
-        return pcb_fail(st, PCB_E_VALUE, "crypto_backend='%s' is unavailable: %s", name,
-                        pcb_backend_absent_reason(b));
     if (!o->encrypted || o->layout != PCB_LAYOUT_ENTRIES)
         return pcb_fail(st, PCB_E_VALUE, "crypto_backend='%s' applies to the per-entry crypto "
                         "of encrypted stores with layout='entries'; use crypto_backend='openssl' "
@@ -77,6 +74,9 @@ int pcb_codec_bk_check(const pcb_store_options *o, const pcb_evp_cache *cache, p
         return pcb_fail(st, PCB_E_VALUE, "crypto_backend='%s' with faithful=True: faithful mode "
                         "repeats ESP's per-call set-up on OpenSSL only; use "
                         "crypto_backend='openssl' or faithful=False", name);
+    if (pcb_backend_get(b) == NULL)
+        return pcb_fail(st, PCB_E_VALUE, "crypto_backend='%s' is unavailable: %s", name,
+                        pcb_backend_absent_reason(b));
     if (uses_values(o)) {
         const pcb_transform *t = value_t(o->value_enc);
         if (!pcb_backend_supports(b, cache, t, VALUE_KEY_LEN)) {
