@@ -104,6 +104,7 @@ class Store:
         faithful: bool = False,
         scrypt_n: int = 0,
         lock_timeout: float = 10.0,
+        crypto_backend: str = "openssl",
     ) -> Store: ...
     @property
     def heap_bytes(self) -> int: ...
@@ -162,6 +163,7 @@ def check_store_bench(
     layout: str = "entries",
     faithful: bool = False,
     passphrase: bool = False,
+    crypto_backend: str = "openssl",
 ) -> None: ...
 
 @final
@@ -183,6 +185,7 @@ class StoreKernel:
         layout: str = "entries",
         faithful: bool = False,
         passphrase: bool = False,
+        crypto_backend: str = "openssl",
     ) -> StoreKernel: ...
     def calibrate(self, min_time: float, warmup: float = -1.0) -> int: ...
     def sample(self, iterations: int, /) -> _Sample: ...

@@ -393,6 +393,7 @@ def open(  # noqa: A001 - the module's verb, as in io.open
     faithful: bool = False,
     scrypt_n: int = 0,
     lock_timeout: float = 10.0,
+    crypto_backend: str = "openssl",
 ) -> Store:
     """Open the store at ``path``, creating it (and its keys) on first use.
 
@@ -418,13 +419,23 @@ def open(  # noqa: A001 - the module's verb, as in io.open
             a new store's first write) waits for another writer's lock on
             ``<path>-lock`` before it fails with :class:`TimeoutError`; 0 tries
             once. Reads never wait. See the README's "What the store promises".
+        crypto_backend: the library that seals and opens entries: ``"openssl"``
+            (default) or another of :func:`~pycipherbench.backends` that has
+            the value AEAD (``"sodium"``, ``"nettle"``, ``"gcrypt"``,
+            ``"mbedtls"``); names use its AES-SIV where it has the store's
+            shape (libgcrypt), else OpenSSL's. The file format does not change:
+            a store written with one backend opens with any other. Keysets and
+            the master key stay on OpenSSL; ``faithful=True``, plain stores
+            and ``layout="file"`` take ``"openssl"`` only. A backend lacking
+            what the options need is a :class:`ValueError` naming those that
+            have it.
     """
     for flag, value in (("encrypted", encrypted), ("cache", cache), ("faithful", faithful)):
         if not isinstance(value, bool):
             raise TypeError(f"{flag} must be a bool, not {type(value).__name__}")
     options: dict[str, Any] = dict(encrypted=encrypted, key_encryption=key_encryption,
                    value_encryption=value_encryption, cache=cache, layout=layout,
-                   faithful=faithful)
+                   faithful=faithful, crypto_backend=crypto_backend)
     store = _core.Store(path, master_key_file=master_key_file, passphrase=passphrase,
                         scrypt_n=scrypt_n, lock_timeout=lock_timeout, **options)
     return Store(store, options)
@@ -445,6 +456,7 @@ class StoreParams(TypedDict):
     layout: str
     faithful: bool
     passphrase: bool
+    crypto_backend: str
     stages: bool
 
 
@@ -565,6 +577,7 @@ def plan_bench(
     layout: Layout = "entries",
     faithful: bool = False,
     passphrase: bool = False,
+    crypto_backend: str = "openssl",
     hw_aes: bool = True,
     min_time: float = 0.05,
     repeats: int = DEFAULT_ROUNDS,
@@ -579,6 +592,7 @@ def plan_bench(
         n_keys=n_keys, key_len=key_len, value_len=value_len, value_type=value_type, batch=batch,
         encrypted=encrypted, key_encryption=key_encryption, value_encryption=value_encryption,
         cache=cache, layout=layout, faithful=faithful, passphrase=passphrase,
+        crypto_backend=crypto_backend,
     )
     for flag, value in (("encrypted", encrypted), ("cache", cache), ("faithful", faithful),
                         ("passphrase", passphrase), ("stages", stages), ("hw_aes", hw_aes)):
@@ -615,6 +629,7 @@ def bench(
     layout: Layout = "entries",
     faithful: bool = False,
     passphrase: bool = False,
+    crypto_backend: str = "openssl",
     hw_aes: bool = True,
     min_time: float = 0.05,
     repeats: int = DEFAULT_ROUNDS,
@@ -650,6 +665,9 @@ def bench(
     ``directory`` is where the store's files go (default: a new temporary
     directory, removed afterwards); fsync costs depend on its filesystem.
     ``hw_aes=False`` runs in a child process with AES-NI/PCLMULQDQ hidden.
+    ``crypto_backend`` runs the entries' crypto on another library (see
+    :func:`open`), to show how much of ESP's cost is the library's per-call
+    overhead; it is a sweep dimension like the other options.
     Ctrl-C stops it within about ``min_time`` plus one store build.
     """
     with Workers() as workers:
@@ -657,7 +675,7 @@ def bench(
                        value_type=value_type, batch=batch, encrypted=encrypted,
                        key_encryption=key_encryption, value_encryption=value_encryption,
                        cache=cache, layout=layout, faithful=faithful, passphrase=passphrase,
-                       hw_aes=hw_aes, min_time=min_time, repeats=repeats, warmup=warmup,
+                       crypto_backend=crypto_backend, hw_aes=hw_aes, min_time=min_time, repeats=repeats, warmup=warmup,
                        stages=stages, directory=directory, workers=workers)
         m: StoreMeasurement = run_one(p, repeats, progress=progress, desc="store.bench")
     return m

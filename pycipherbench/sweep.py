@@ -64,7 +64,7 @@ Target = Literal["cipher", "store"]
 # The required first argument of measure() / store.bench().
 SUBJECT = {"cipher": "transformation", "store": "workload"}
 _STORE_CRYPTO = ("key_encryption", "value_encryption", "layout", "cache", "faithful",
-                 "passphrase", "hw_aes")
+                 "passphrase", "hw_aes", "crypto_backend")
 
 
 @functools.lru_cache(maxsize=None)
@@ -110,6 +110,8 @@ def applies(target: str, name: str, point: dict[str, Any]) -> bool:
     if name in _STORE_CRYPTO and get("encrypted") is False:
         return False
     if name == "key_encryption" and get("layout") == "file":
+        return False
+    if name == "crypto_backend" and get("layout") == "file":  # the per-entry crypto only
         return False
     if name == "batch":
         return workload in ("commit", "apply")

@@ -271,6 +271,19 @@ for opt, bad_values in [("key_encryption", ["SIV", "", "aes", "siv "]),
     for what, val in [("int", 5), ("None", None), ("bytes", b"x")]:
         row(f"open-{opt}-{what}", lambda w, o=opt, v=val: store.open(w.enc, master_key_file=w.key, **{o: v}),
             TypeError, RE_STR)
+# crypto_backend (issue 13): names, types, and what a backend lacks
+for v in ["OpenSSL", "", "libressl", "py:cryptography"]:
+    row(f"open-crypto_backend-{v!r}", lambda w, v=v: store.open(w.enc, master_key_file=w.key, crypto_backend=v),
+        ValueError, "crypto_backend must be one of")
+for what, val in [("int", 5), ("None", None), ("bytes", b"gcrypt")]:
+    row(f"open-crypto_backend-{what}", lambda w, v=val: store.open(w.enc, master_key_file=w.key, crypto_backend=v),
+        TypeError, RE_STR)
+row("open-crypto_backend-faithful", lambda w: store.open(w.enc, master_key_file=w.key, faithful=True,
+                                                         crypto_backend="gcrypt"), ValueError, "faithful=True")
+row("open-crypto_backend-plain", lambda w: store.open(w.plain, encrypted=False, crypto_backend="gcrypt"),
+    ValueError, "layout='entries'")
+row("open-crypto_backend-layout-file", lambda w: store.open(w.fenc, master_key_file=w.key, layout="file",
+                                                            crypto_backend="gcrypt"), ValueError, "layout='entries'")
 for what, val in [("str", "16"), ("float", 16.0), ("None", None)]:
     row(f"open-scrypt_n-{what}", lambda w, v=val: store.open(w.p("new.xml"), passphrase="x", scrypt_n=v), TypeError, r"\bint\b")
 for val in (3, 1, -1, -16, 2**25, 2**63):
@@ -416,6 +429,11 @@ row("bench-min_time-str", bench(min_time="1"), TypeError, "number")
 row("bench-rotate-plain", bench("rotate", encrypted=False), ValueError, "encrypted")
 row("bench-plain-passphrase", bench(encrypted=False, passphrase=True), ValueError, "passphrase")
 row("bench-hw_aes-int", bench(hw_aes=1), TypeError, "hw_aes must be a bool")
+row("bench-crypto_backend-unknown", bench(crypto_backend="libressl"), ValueError, "crypto_backend must be one of")
+row("bench-crypto_backend-None", bench(crypto_backend=None), TypeError, RE_STR)
+row("bench-crypto_backend-faithful", bench(faithful=True, crypto_backend="gcrypt"), ValueError, "faithful=True")
+row("bench-crypto_backend-no-siv", bench(value_encryption="none", crypto_backend="sodium"), ValueError,
+    "no AES-SIV.*backends that have it|unavailable")
 row("bench-directory-missing", bench(directory="missing-dir"), NotADirectoryError, "directory")
 row("bench-directory-file", lambda w: store.bench("get", **dict(B, directory=w.key)), NotADirectoryError, "directory")
 row("bench-directory-int", bench(directory=5), TypeError, RE_PATH)

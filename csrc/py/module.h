@@ -60,6 +60,8 @@ int pcb_store_types_exec(PyObject *module, module_state *ms);
 /* store_py.c: the options Store() and store_bench() both take: the three
  * names chosen from their lists (ValueError naming the option otherwise) and
  * the flags, into *opt (its other fields zeroed). 1, or 0 with an exception. */
+/* crypto_backend= by name into opt (ValueError listing the names). */
+int pcb_crypto_backend_arg(const char *name, pcb_store_options *opt);
 int pcb_store_options_arg(int encrypted, const char *key_encryption,
                           const char *value_encryption, const char *layout, int cache,
                           int faithful, pcb_store_options *opt);

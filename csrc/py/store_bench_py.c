@@ -31,8 +31,8 @@ static int bench_parse(PyObject *args, PyObject *kwargs, bench_args *a)
 {
     static char *kwlist[] = {"workload", "directory", "n_keys", "key_len", "value_len", "value_type",
                              "batch", "encrypted", "key_encryption", "value_encryption", "cache",
-                             "layout", "faithful", "passphrase", NULL};
-    const char *keyenc = "siv", *valenc = "gcm", *layout = "entries";
+                             "layout", "faithful", "passphrase", "crypto_backend", NULL};
+    const char *keyenc = "siv", *valenc = "gcm", *layout = "entries", *backend = "openssl";
     PyObject *dir_obj = Py_None, *n_keys_obj = NULL, *key_len_obj = NULL, *value_len_obj = NULL,
              *batch_obj = NULL;
     int encrypted = 1, cache = 0, faithful = 0, passphrase = 0;
@@ -40,10 +40,11 @@ static int bench_parse(PyObject *args, PyObject *kwargs, bench_args *a)
     pcb_store_bench_params *p = &a->p;
 
     a->value_type = "string";
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$OOOOsOpsspspp:StoreKernel", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$OOOOsOpsspspps:StoreKernel", kwlist,
                                      &a->workload, &dir_obj, &n_keys_obj, &key_len_obj,
                                      &value_len_obj, &a->value_type, &batch_obj, &encrypted,
-                                     &keyenc, &valenc, &cache, &layout, &faithful, &passphrase))
+                                     &keyenc, &valenc, &cache, &layout, &faithful, &passphrase,
+                                     &backend))
         return 0;
     p->n_keys = 1000;
     p->key_len = 32;
@@ -52,6 +53,7 @@ static int bench_parse(PyObject *args, PyObject *kwargs, bench_args *a)
     if (!pcb_name_arg("workload", a->workload, pcb_workload_names, &wl)
         || !pcb_name_arg("value_type", a->value_type, value_type_names, &vt)
         || !pcb_store_options_arg(encrypted, keyenc, valenc, layout, cache, faithful, &p->opt)
+        || !pcb_crypto_backend_arg(backend, &p->opt)
         || (n_keys_obj && !pcb_size_arg(n_keys_obj, "n_keys", 1, 10000000, &p->n_keys))
         || (key_len_obj && !pcb_size_arg(key_len_obj, "key_len", 1, 1 << 20, &p->key_len))
         || (value_len_obj && !pcb_size_arg(value_len_obj, "value_len", 0, 1 << 24, &p->value_len))
@@ -291,7 +293,7 @@ PyDoc_STRVAR(StoreKernel_doc,
              "StoreKernel(workload, *, directory, n_keys=1000, key_len=32, value_len=32,\n"
              "            value_type='string', batch=1, encrypted=True, key_encryption='siv',\n"
              "            value_encryption='gcm', cache=False, layout='entries', faithful=False,\n"
-             "            passphrase=False)\n\n"
+             "            passphrase=False, crypto_backend='openssl')\n\n"
              "One instance of a store workload in an empty directory: names, values and a\n"
              "shuffled access order made, the store populated (GIL released). calibrate()\n"
              "and sample() time it; pycipherbench.store.bench() runs the rounds.");
@@ -321,14 +323,19 @@ int pcb_store_kernel_type_exec(PyObject *module, module_state *ms)
 }
 
 /* check_store_bench(...): StoreKernel's argument checks, building nothing. */
-static PyObject *core_check_store_bench(PyObject *Py_UNUSED(module), PyObject *args,
-                                        PyObject *kwargs)
+static PyObject *core_check_store_bench(PyObject *module, PyObject *args, PyObject *kwargs)
 {
+    module_state *ms = (module_state *)PyModule_GetState(module);
+    pcb_status st = {0};
     bench_args a;
     memset(&a, 0, sizeof a);
     a.check_only = 1;
     if (!bench_parse(args, kwargs, &a))
         return NULL;
+    if (!pcb_store_check_backend(&a.p.opt, &ms->cache, &st)) { /* crypto_backend has it */
+        pcb_raise_status(ms, &st);
+        return NULL;
+    }
     Py_RETURN_NONE;
 }
 

@@ -19,6 +19,7 @@
 
 #include "store/lock.h"
 #include "common/bytes.h"
+#include "crypto/backend.h"
 #include "store/store.h"
 
 typedef struct {
@@ -86,6 +87,20 @@ int pcb_store_options_arg(int encrypted, const char *key_encryption,
     opt->layout = (pcb_layout)lo;
     opt->cache = cache;
     opt->faithful = faithful;
+    return 1;
+}
+
+/* crypto_backend: a name of pcb_backends() (crypto/backend); whether it
+ * has what the options need is the store's check at open. */
+int pcb_crypto_backend_arg(const char *name, pcb_store_options *opt)
+{
+    static const char *names[PCB_BK_COUNT + 1];
+    int b;
+    for (int i = 0; i < PCB_BK_COUNT; i++)
+        names[i] = pcb_backend_name((pcb_backend)i);
+    if (!pcb_name_arg("crypto_backend", name, names, &b))
+        return 0;
+    opt->crypto_backend = b;
     return 1;
 }
 
@@ -176,16 +191,16 @@ static int store_open_parse(PyObject *args, PyObject *kwargs, store_open_args *a
 {
     static char *kwlist[] = {"path", "master_key_file", "passphrase", "encrypted", "key_encryption",
                              "value_encryption", "cache", "layout", "faithful", "scrypt_n",
-                             "lock_timeout", NULL};
+                             "lock_timeout", "crypto_backend", NULL};
     PyObject *path_obj, *mk_obj = Py_None, *pw_obj = Py_None, *scrypt_obj = NULL;
-    const char *keyenc = "siv", *valenc = "gcm", *layout = "entries";
+    const char *keyenc = "siv", *valenc = "gcm", *layout = "entries", *backend = "openssl";
     int encrypted = 1, cache = 0, faithful = 0;
     uint64_t scrypt_n = 0;
     double lock_timeout = PCB_LOCK_DEFAULT_TIMEOUT;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOpsspspOd:Store", kwlist, &path_obj,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOpsspspOds:Store", kwlist, &path_obj,
                                      &mk_obj, &pw_obj, &encrypted, &keyenc, &valenc, &cache,
-                                     &layout, &faithful, &scrypt_obj, &lock_timeout))
+                                     &layout, &faithful, &scrypt_obj, &lock_timeout, &backend))
         return 0;
     if (!isfinite(lock_timeout) || lock_timeout < 0) {
         PyObject *v = PyFloat_FromDouble(lock_timeout);
@@ -203,6 +218,7 @@ static int store_open_parse(PyObject *args, PyObject *kwargs, store_open_args *a
     }
     if (!scrypt_arg(scrypt_obj, &scrypt_n)
         || !pcb_store_options_arg(encrypted, keyenc, valenc, layout, cache, faithful, &a->opt)
+        || !pcb_crypto_backend_arg(backend, &a->opt)
         || !passphrase_arg(pw_obj, &a->opt.passphrase, &a->opt.passphrase_len))
         return 0;
     if (!encrypted && (mk_obj != Py_None || pw_obj != Py_None)) {
@@ -630,7 +646,8 @@ static PyMemberDef Store_members[] = {
 PyDoc_STRVAR(Store_doc,
              "Store(path, *, master_key_file=None, passphrase=None, encrypted=True,\n"
              "      key_encryption='siv', value_encryption='gcm', cache=False, layout='entries',\n"
-             "      faithful=False, scrypt_n=0, lock_timeout=10.0)\n\n"
+             "      faithful=False, scrypt_n=0, lock_timeout=10.0,\n"
+             "      crypto_backend='openssl')\n\n"
              "The C store; use pycipherbench.store.open() for the documented API.");
 
 static PyType_Slot Store_slots[] = {

@@ -14,6 +14,7 @@
 #include "common/mem.h"
 #include "format/b64.h"
 #include "format/value.h"
+#include "store/codec_backend.h"
 #include "store/keyset.h"
 
 /* ------------------------------------------------------------- choosing */
@@ -188,15 +189,17 @@ int pcb_codec_name(pcb_store *s, const char *name, size_t len, pcb_buf *out, pcb
         return pcb_oom(st);
     blob[0] = 0x01;
     memcpy(blob + 1, s->siv_kid, 4);
-    int ok = s2v_start(s, NULL, d)
-             && pcb_siv_encrypt(&s->siv, d, (const uint8_t *)name, len, blob + PREFIX_LEN);
+    int ok = s->codec.bk_names
+             ? pcb_codec_bk_siv_seal(s, (const uint8_t *)name, len, blob + PREFIX_LEN, st)
+             : s2v_start(s, NULL, d)
+               && pcb_siv_encrypt(&s->siv, d, (const uint8_t *)name, len, blob + PREFIX_LEN);
     STAGE_END(s, PCB_STAGE_SIV);
     if (ok)
         append_stored(s, out, blob, blob_len);
     if (blob != stackbuf)
         pcb_wipe_free(blob, blob_len);
     if (!ok)
-        return pcb_fail_openssl(st, "AES-SIV name encryption");
+        return s->codec.bk_names ? 0 : pcb_fail_openssl(st, "AES-SIV name encryption");
     return !out->failed || pcb_oom(st);
 }
 
@@ -276,7 +279,12 @@ int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_st
         int rc = -1;
         if (p == NULL)
             ok = pcb_oom(st);
-        else if (!s2v_start(s, other ? other->key_value : NULL, d))
+        else if (s->codec.bk_names) {
+            rc = pcb_codec_bk_siv_open(s, other ? other->key_value : NULL, n + PREFIX_LEN,
+                                       nl - PREFIX_LEN, (uint8_t *)p, st);
+            if (rc < 0)
+                ok = 0;
+        } else if (!s2v_start(s, other ? other->key_value : NULL, d))
             ok = pcb_fail_openssl(st, "AES-SIV");
         else
             rc = pcb_siv_decrypt(&s->siv, d, n + PREFIX_LEN, nl - PREFIX_LEN, (uint8_t *)p);
@@ -287,7 +295,8 @@ int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_st
         else if (ok)
             out->len = nl - PREFIX_LEN - 16;
     }
-    if (other && !pcb_siv_set_key(&s->siv, s->siv_key, SIV_KEY_LEN) && ok) /* the primary back */
+    if (other && !s->codec.bk_names && !pcb_siv_set_key(&s->siv, s->siv_key, SIV_KEY_LEN)
+        && ok) /* the primary back */
         ok = pcb_fail_openssl(st, "AES-SIV key setup");
     free(decoded);
     return ok;
@@ -337,8 +346,11 @@ int pcb_codec_seal_value(pcb_store *s, const uint8_t *aad, size_t aad_len, const
     STAGE_END(s, PCB_STAGE_NONCE);
     blob[0] = 0x01;
     memcpy(blob + 1, s->value_kid, 4);
-    ok = ok && pcb_store_seal(s->value.enc, s->codec.per_call_setup ? s->value_key : NULL, nonce,
-                              aad, aad_len, pt, len, blob + PREFIX_LEN, st);
+    if (s->codec.bk_values)
+        ok = ok && pcb_codec_bk_seal(s, nonce, aad, aad_len, pt, len, blob + PREFIX_LEN, st);
+    else
+        ok = ok && pcb_store_seal(s->value.enc, s->codec.per_call_setup ? s->value_key : NULL,
+                                  nonce, aad, aad_len, pt, len, blob + PREFIX_LEN, st);
     STAGE_END(s, PCB_STAGE_AEAD);
     if (ok)
         append_stored(s, out, blob, blob_len);
@@ -362,9 +374,14 @@ static int open_blob(pcb_store *s, const rec_header *r, const uint8_t *aad, size
         return pcb_oom(st);
     STAGE_BEGIN(s);
     const uint8_t *key = other ? other->key_value : s->codec.per_call_setup ? s->value_key : NULL;
-    int rc = pcb_store_unseal(s->value.dec, key, aad, aad_len, v + PREFIX_LEN, vl - PREFIX_LEN, p,
-                              st);
-    if (other && !EVP_DecryptInit_ex2(s->value.dec, NULL, s->value_key, NULL, NULL)) /* the primary back */
+    int rc;
+    if (s->codec.bk_values)
+        rc = pcb_codec_bk_unseal(s, other ? other->key_value : NULL, aad, aad_len,
+                                 v + PREFIX_LEN, vl - PREFIX_LEN, p, st);
+    else
+        rc = pcb_store_unseal(s->value.dec, key, aad, aad_len, v + PREFIX_LEN, vl - PREFIX_LEN,
+                              p, st);
+    if (other && !s->codec.bk_values && !EVP_DecryptInit_ex2(s->value.dec, NULL, s->value_key, NULL, NULL)) /* the primary back */
         rc = pcb_fail_openssl(st, "AEAD key setup") - 1;
     STAGE_END(s, PCB_STAGE_AEAD);
     if (rc < 0)

@@ -108,6 +108,7 @@ typedef struct {
     int plaintext_in_map; /* the map holds plaintext: wiped when freed */
     int xml_names;        /* plain names reach the XML as text (cannot hold NUL) */
     int xml_values;       /* string values reach the XML as text (cannot hold NUL) */
+    int bk_values, bk_names; /* sealed on opt.crypto_backend (codec_backend.c) */
 } pcb_codec;
 
 typedef struct {
@@ -157,6 +158,7 @@ struct pcb_store {
     const EVP_CIPHER *value_cipher;
     const EVP_CIPHER *master_cipher; /* AES-256-GCM */
     pcb_aead_pair master_ctx;
+    struct pcb_codec_bk *bk; /* codec_backend.c: contexts on opt.crypto_backend (NULL: none) */
 
     uint8_t nonce_pool[NONCE_POOL];
     size_t nonce_left;

@@ -15,6 +15,7 @@
 
 #include "common/mem.h"
 #include "store/codec.h"
+#include "store/codec_backend.h"
 #include "store/fileio.h"
 #include "store/internal.h"
 #include "store/persist.h"
@@ -128,6 +129,7 @@ static void store_free(pcb_store *s)
         pcb_siv_free(&s->siv);
     pcb_aead_pair_free(&s->value);
     pcb_aead_pair_free(&s->master_ctx);
+    pcb_codec_bk_free(s);
     pcb_map_free(&s->map);
     pcb_map_free(&s->plain_cache);
     pcb_buf_free(&s->scratch);
@@ -233,6 +235,12 @@ static pcb_store *store_new(const char *path, const pcb_store_options *opt,
     }
     memcpy(s->scrypt_path, path, pl);
     memcpy(s->scrypt_path + pl, ".scrypt", 8);
+    if (!pcb_codec_bk_check(&s->opt, cache, st)) {
+        store_free(s);
+        return NULL;
+    }
+    s->codec.bk_values = pcb_codec_bk_values(s);
+    s->codec.bk_names = pcb_codec_bk_names(s);
     if (bl == 0) {
         pcb_fail(st, PCB_E_VALUE, "store path %s has no file name", path);
         store_free(s);

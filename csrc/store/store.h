@@ -49,6 +49,7 @@ typedef struct {
     uint64_t scrypt_n;             /* cost for a new passphrase file (0: default 2^15) */
     double lock_timeout;           /* seconds a write waits for another writer's file lock
                                       (0: the default, 10 s; negative: no wait) */
+    int crypto_backend;            /* pcb_backend of the per-entry crypto (0: OpenSSL) */
 } pcb_store_options;
 
 /* The largest scrypt_n a new passphrase file may ask for (with r = 8 it
@@ -133,6 +134,11 @@ void pcb_store_take_stages(pcb_store *s, uint64_t ns[PCB_STAGE_COUNT]);
  * token (NULL: nothing to undo) that end gets back after the wait. py/ uses
  * them to release the GIL, so no thread waits for a store lock holding it. */
 void pcb_store_set_wait_hooks(void *(*begin)(void), void (*end)(void *));
+
+/* 1 if opt's crypto_backend has what opt needs (always for OpenSSL), else 0
+ * with st set (PCB_E_VALUE naming the backends that have it); open checks it. */
+int pcb_store_check_backend(const pcb_store_options *opt, const pcb_evp_cache *cache,
+                            pcb_status *st);
 
 /* 1 if name is one of ESP's reserved keyset names. */
 int pcb_store_is_reserved(const char *name, size_t name_len);

@@ -1,0 +1,256 @@
+/*
+ * store/codec_backend.c — a store's per-entry crypto on another library
+ * (see codec_backend.h).
+ */
+#include "store/codec_backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "crypto/backend.h"
+#include "crypto/cipher.h"
+
+struct pcb_codec_bk {
+    pcb_cipher venc, vdec, senc, sdec;
+    int values, names;            /* which of them run on the backend */
+    int vkeyed, skeyed;           /* the contexts hold vkey / skey */
+    uint8_t vkey[VALUE_KEY_LEN], skey[SIV_KEY_LEN];
+};
+
+static const pcb_transform *value_t(pcb_value_encryption v)
+{
+    return pcb_find_transform(v == PCB_VALENC_CHACHA ? "ChaCha20-Poly1305" : "AES/GCM/NoPadding");
+}
+
+static const pcb_transform *siv_t(void) { return pcb_find_transform("AES/SIV/NoPadding"); }
+
+/* b runs the store's AES-SIV: a 64-byte key, one component, no nonce. */
+static int has_store_siv(pcb_backend b, const pcb_evp_cache *cache)
+{
+    const pcb_backend_ops *ops = pcb_backend_get(b);
+    pcb_status ignored = {0};
+    return ops && pcb_backend_supports(b, cache, siv_t(), SIV_KEY_LEN)
+           && ops->check(siv_t(), 0, 1, 0, &ignored);
+}
+
+/* The backends (other than OpenSSL) that have what has() asks, listed. */
+static void list_backends(const pcb_evp_cache *cache, const pcb_transform *t, char *out,
+                          size_t cap)
+{
+    size_t n = (size_t)snprintf(out, cap, "'openssl'");
+    for (int i = 1; i < PCB_BK_COUNT && n < cap; i++)
+        if (t ? pcb_backend_supports((pcb_backend)i, cache, t, 32)
+              : has_store_siv((pcb_backend)i, cache))
+            n += (size_t)snprintf(out + n, cap - n, ", '%s'", pcb_backend_name((pcb_backend)i));
+}
+
+static int uses_values(const pcb_store_options *o)
+{
+    return o->encrypted && o->layout == PCB_LAYOUT_ENTRIES && o->value_enc != PCB_VALENC_NONE;
+}
+
+static int uses_names(const pcb_store_options *o)
+{
+    return o->encrypted && o->layout == PCB_LAYOUT_ENTRIES && o->key_enc == PCB_KEYENC_SIV;
+}
+
+int pcb_codec_bk_check(const pcb_store_options *o, const pcb_evp_cache *cache, pcb_status *st)
+{
+    pcb_backend b = (pcb_backend)o->crypto_backend;
+    char have[160];
+    if (b == PCB_BK_OPENSSL)
+        return 1;
+    if (b <= PCB_BK_OPENSSL || b >= PCB_BK_COUNT)
+        return pcb_fail(st, PCB_E_VALUE, "unknown crypto_backend");
+    const char *name = pcb_backend_name(b);
+    if (!o->encrypted || o->layout != PCB_LAYOUT_ENTRIES)
+        return pcb_fail(st, PCB_E_VALUE, "crypto_backend='%s' applies to the per-entry crypto "
+                        "of encrypted stores with layout='entries'; use crypto_backend='openssl' "
+                        "here", name);
+    if (o->faithful)
+        return pcb_fail(st, PCB_E_VALUE, "crypto_backend='%s' with faithful=True: faithful mode "
+                        "repeats ESP's per-call set-up on OpenSSL only; use "
+                        "crypto_backend='openssl' or faithful=False", name);
+    if (pcb_backend_get(b) == NULL)
+        return pcb_fail(st, PCB_E_VALUE, "crypto_backend='%s' is unavailable: %s", name,
+                        pcb_backend_absent_reason(b));
+    if (uses_values(o)) {
+        const pcb_transform *t = value_t(o->value_enc);
+        if (!pcb_backend_supports(b, cache, t, VALUE_KEY_LEN)) {
+            list_backends(cache, t, have, sizeof have);
+            return pcb_fail(st, PCB_E_VALUE, "crypto_backend='%s' has no %s with a 32-byte key "
+                            "(value_encryption=%s); backends that have it: %s", name, t->name,
+                            o->value_enc == PCB_VALENC_CHACHA ? "'chacha20-poly1305'" : "'gcm'",
+                            have);
+        }
+    } else if (uses_names(o) && !has_store_siv(b, cache)) {
+        /* Nothing of these options would run on the backend. */
+        list_backends(cache, NULL, have, sizeof have);
+        return pcb_fail(st, PCB_E_VALUE, "crypto_backend='%s' has no AES-SIV in the store's shape "
+                        "(64-byte key, one associated-data component, no nonce) and "
+                        "value_encryption='none' leaves it nothing else to run; backends that "
+                        "have it: %s", name, have);
+    } else if (!uses_names(o)) {
+        return pcb_fail(st, PCB_E_VALUE, "crypto_backend='%s': this store encrypts nothing per "
+                        "entry; use crypto_backend='openssl'", name);
+    }
+    return 1;
+}
+
+int pcb_store_check_backend(const pcb_store_options *opt, const pcb_evp_cache *cache,
+                            pcb_status *st)
+{
+    return pcb_codec_bk_check(opt, cache, st);
+}
+
+/* The store's backend state, set up at first use (NULL with st set). */
+static struct pcb_codec_bk *bk_of(pcb_store *s, pcb_status *st)
+{
+    if (s->bk == NULL) {
+        s->bk = calloc(1, sizeof *s->bk);
+        if (s->bk == NULL)
+            return pcb_oom(st), NULL;
+        s->bk->values = uses_values(&s->opt);
+        s->bk->names = uses_names(&s->opt)
+                       && has_store_siv((pcb_backend)s->opt.crypto_backend, s->cache);
+    }
+    return s->bk;
+}
+
+int pcb_codec_bk_values(const pcb_store *s)
+{
+    return s->opt.crypto_backend != PCB_BK_OPENSSL && uses_values(&s->opt);
+}
+
+int pcb_codec_bk_names(const pcb_store *s)
+{
+    return s->opt.crypto_backend != PCB_BK_OPENSSL && uses_names(&s->opt)
+           && has_store_siv((pcb_backend)s->opt.crypto_backend, s->cache);
+}
+
+static const uint8_t zero_nonce[NONCE_LEN];
+
+/* c keyed with key for t (closing what it held). */
+static int key_cipher(pcb_store *s, pcb_cipher *c, const pcb_transform *t, int encrypt,
+                      const uint8_t *key, size_t key_len, pcb_status *st)
+{
+    pcb_cipher_close(c);
+    memset(c, 0, sizeof *c);
+    const int siv = t->mode == PCB_MODE_SIV;
+    return pcb_cipher_open_backend(c, (pcb_backend)s->opt.crypto_backend, s->cache, t, encrypt,
+                                   key, key_len, siv ? NULL : zero_nonce, siv ? 0 : NONCE_LEN, 0,
+                                   PCB_TEA_IMPL_REF, st);
+}
+
+/* The value contexts hold the primary value key (rotate changes it). */
+static struct pcb_codec_bk *values_ready(pcb_store *s, pcb_status *st)
+{
+    struct pcb_codec_bk *k = bk_of(s, st);
+    if (k == NULL)
+        return NULL;
+    if (k->vkeyed && CRYPTO_memcmp(k->vkey, s->value_key, VALUE_KEY_LEN) == 0)
+        return k;
+    const pcb_transform *t = value_t(s->opt.value_enc);
+    k->vkeyed = 0;
+    if (!key_cipher(s, &k->venc, t, 1, s->value_key, VALUE_KEY_LEN, st)
+        || !key_cipher(s, &k->vdec, t, 0, s->value_key, VALUE_KEY_LEN, st))
+        return NULL;
+    memcpy(k->vkey, s->value_key, VALUE_KEY_LEN);
+    k->vkeyed = 1;
+    return k;
+}
+
+static struct pcb_codec_bk *names_ready(pcb_store *s, pcb_status *st)
+{
+    struct pcb_codec_bk *k = bk_of(s, st);
+    if (k == NULL)
+        return NULL;
+    if (k->skeyed && CRYPTO_memcmp(k->skey, s->siv_key, SIV_KEY_LEN) == 0)
+        return k;
+    k->skeyed = 0;
+    if (!key_cipher(s, &k->senc, siv_t(), 1, s->siv_key, SIV_KEY_LEN, st)
+        || !key_cipher(s, &k->sdec, siv_t(), 0, s->siv_key, SIV_KEY_LEN, st))
+        return NULL;
+    memcpy(k->skey, s->siv_key, SIV_KEY_LEN);
+    k->skeyed = 1;
+    return k;
+}
+
+int pcb_codec_bk_seal(pcb_store *s, const uint8_t nonce[NONCE_LEN], const uint8_t *aad,
+                      size_t aad_len, const uint8_t *in, size_t len, uint8_t *out,
+                      pcb_status *st)
+{
+    struct pcb_codec_bk *k = values_ready(s, st);
+    const pcb_bytes ad = {aad, aad_len};
+    if (k == NULL)
+        return 0;
+    memcpy(out, nonce, NONCE_LEN);
+    return k->venc.bk->seal(k->venc.bctx, nonce, NONCE_LEN, &ad, 1, in, len, out + NONCE_LEN, st);
+}
+
+/* One message opened by c, or by a temporary context for another key. */
+static int open_with(pcb_store *s, pcb_cipher *c, const pcb_transform *t, const uint8_t *key,
+                     size_t key_len, const uint8_t *iv, size_t iv_len, const pcb_bytes *ad,
+                     const uint8_t *in, size_t len, uint8_t *out, pcb_status *st)
+{
+    pcb_cipher tmp;
+    memset(&tmp, 0, sizeof tmp);
+    if (key != NULL) {
+        if (!key_cipher(s, &tmp, t, 0, key, key_len, st)) {
+            pcb_cipher_close(&tmp);
+            return -1;
+        }
+        c = &tmp;
+    }
+    int rc = c->bk->open(c->bctx, iv, iv_len, ad, 1, in, len, out, st);
+    if (key != NULL)
+        pcb_cipher_close(&tmp);
+    return rc;
+}
+
+int pcb_codec_bk_unseal(pcb_store *s, const uint8_t *key, const uint8_t *aad, size_t aad_len,
+                        const uint8_t *in, size_t len, uint8_t *out, pcb_status *st)
+{
+    struct pcb_codec_bk *k = values_ready(s, st);
+    const pcb_bytes ad = {aad, aad_len};
+    if (k == NULL)
+        return -1;
+    return open_with(s, &k->vdec, value_t(s->opt.value_enc), key, VALUE_KEY_LEN, in, NONCE_LEN,
+                     &ad, in + NONCE_LEN, len - NONCE_LEN, out, st);
+}
+
+int pcb_codec_bk_siv_seal(pcb_store *s, const uint8_t *in, size_t len, uint8_t *out,
+                          pcb_status *st)
+{
+    struct pcb_codec_bk *k = names_ready(s, st);
+    const pcb_bytes ad = {(const uint8_t *)s->store_name, s->store_name_len};
+    if (k == NULL)
+        return 0;
+    return k->senc.bk->seal(k->senc.bctx, NULL, 0, &ad, 1, in, len, out, st);
+}
+
+int pcb_codec_bk_siv_open(pcb_store *s, const uint8_t *key, const uint8_t *in, size_t len,
+                          uint8_t *out, pcb_status *st)
+{
+    struct pcb_codec_bk *k = names_ready(s, st);
+    const pcb_bytes ad = {(const uint8_t *)s->store_name, s->store_name_len};
+    if (k == NULL)
+        return -1;
+    return open_with(s, &k->sdec, siv_t(), key, SIV_KEY_LEN, NULL, 0, &ad, in, len, out, st);
+}
+
+void pcb_codec_bk_free(pcb_store *s)
+{
+    if (s->bk == NULL)
+        return;
+    pcb_cipher_close(&s->bk->venc);
+    pcb_cipher_close(&s->bk->vdec);
+    pcb_cipher_close(&s->bk->senc);
+    pcb_cipher_close(&s->bk->sdec);
+    OPENSSL_cleanse(s->bk, sizeof *s->bk);
+    free(s->bk);
+    s->bk = NULL;
+}
