@@ -16,39 +16,14 @@
 #include <openssl/params.h>
 #include <openssl/rand.h>
 
+#include "format/hex.h"
 #include "store/codec.h"
 #include "store/fileio.h"
 #include "store/keyset.h"
 
 /* ------------------------------------------------------------ master key */
 
-static void hex_encode(const uint8_t *in, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-}
 
-static int hex_decode(const char *in, size_t n, uint8_t *out)
-{
-    if (n % 2)
-        return 0;
-    for (size_t i = 0; i < n; i += 2) {
-        int v = 0;
-        for (int j = 0; j < 2; j++) {
-            char c = in[i + (size_t)j];
-            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                  : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-            if (d < 0)
-                return 0;
-            v = v * 16 + d;
-        }
-        out[i / 2] = (uint8_t)v;
-    }
-    return 1;
-}
 
 
 /* Refuses a key file that is one of the store's own files: the first
@@ -158,7 +133,7 @@ static int json_hex(const char *json, const char *key, uint8_t *out, size_t min,
     p += strlen(pat);
     const char *q = strchr(p, '"');
     size_t n = q ? (size_t)(q - p) : 0;
-    if (q == NULL || n % 2 || n < 2 * min || n > 2 * max || !hex_decode(p, n, out))
+    if (q == NULL || n % 2 || n < 2 * min || n > 2 * max || !pcb_hex_decode(p, n, out))
         return 0;
     *len = n / 2;
     return 1;
@@ -249,7 +224,7 @@ static int scrypt_mac(pcb_store *s, const uint8_t master[MASTER_KEY_LEN], uint8_
     char text[80 + 2 * SCRYPT_SALT_MAX], hex[2 * SCRYPT_SALT_MAX + 1];
     uint8_t mkey[32];
     size_t ml = 0, tl;
-    hex_encode(s->kdf.salt, s->kdf.salt_len, hex);
+    pcb_hex_encode(s->kdf.salt, s->kdf.salt_len, hex);
     hex[2 * s->kdf.salt_len] = '\0';
     tl = (size_t)snprintf(text, sizeof text, "scrypt v2 salt=%s n=%llu r=%llu p=%llu", hex,
                           (unsigned long long)s->kdf.n, (unsigned long long)s->kdf.r,
@@ -282,9 +257,9 @@ static int scrypt_text(pcb_store *s, const uint8_t master[MASTER_KEY_LEN], char 
     if (!scrypt_mac(s, master, s->kdf.mac, st))
         return 0;
     s->kdf.version = SCRYPT_FILE_VERSION;
-    hex_encode(s->kdf.salt, s->kdf.salt_len, salt);
+    pcb_hex_encode(s->kdf.salt, s->kdf.salt_len, salt);
     salt[2 * s->kdf.salt_len] = '\0';
-    hex_encode(s->kdf.mac, 32, mac);
+    pcb_hex_encode(s->kdf.mac, 32, mac);
     mac[64] = '\0';
     int n = snprintf(out, cap, "{\"kdf\": \"scrypt\", \"version\": %d, \"salt\": \"%s\", \"n\": %llu, "
                      "\"r\": %llu, \"p\": %llu, \"mac\": \"%s\"}\n", SCRYPT_FILE_VERSION, salt,

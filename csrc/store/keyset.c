@@ -11,45 +11,11 @@
 #include <openssl/rand.h>
 
 #include "common/bytes.h"
+#include "format/hex.h"
 #include "store/codec.h"
 
 static const char *const ks_entry[2] = {KEY_KEYSET, VALUE_KEYSET};
 static const char *const ks_what[2] = {"key", "value"};
-
-/* ------------------------------------------------------------------ hex */
-
-static void hex_encode(const uint8_t *in, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-}
-
-/* Hex digit values (both cases, as Java's Hex.decode); 0 for anything else. */
-static const uint8_t hex_value[256] = {
-    ['0'] = 0, ['1'] = 1, ['2'] = 2, ['3'] = 3, ['4'] = 4, ['5'] = 5, ['6'] = 6, ['7'] = 7,
-    ['8'] = 8, ['9'] = 9, ['a'] = 10, ['b'] = 11, ['c'] = 12, ['d'] = 13, ['e'] = 14,
-    ['f'] = 15, ['A'] = 10, ['B'] = 11, ['C'] = 12, ['D'] = 13, ['E'] = 14, ['F'] = 15,
-};
-
-/* Hex text -> bytes (n / 2 of them); 0 if not hex. A table lookup per digit:
- * the keysets are decoded at every open. */
-static int hex_decode(const char *in, size_t n, uint8_t *out)
-{
-    unsigned bad = 0;
-    if (n % 2)
-        return 0;
-    for (size_t i = 0; i < n; i += 2) {
-        unsigned char c0 = (unsigned char)in[i], c1 = (unsigned char)in[i + 1];
-        unsigned hi = hex_value[c0], lo = hex_value[c1];
-        /* a 0 entry is a digit only for '0' */
-        bad |= (hi == 0 && c0 != '0') | (lo == 0 && c1 != '0');
-        out[i / 2] = (uint8_t)(hi << 4 | lo);
-    }
-    return !bad;
-}
 
 /* --------------------------------------------------------------- types */
 
@@ -137,7 +103,7 @@ int pcb_keyset_seal(pcb_store *s, int which, pcb_buf *out, pcb_status *st)
         if (p == NULL) {
             ok = pcb_oom(st);
         } else {
-            hex_encode((const uint8_t *)enc.data, enc.len, p);
+            pcb_hex_encode((const uint8_t *)enc.data, enc.len, p);
             out->len = 2 * enc.len;
         }
     }
@@ -182,7 +148,7 @@ int pcb_keyset_open(pcb_store *s, int which, const char *hex, size_t len, pcb_st
     uint8_t *bytes = malloc(n ? n : 1), *pt = NULL;
     if (bytes == NULL)
         return pcb_oom(st) - 1;
-    if (!hex_decode(hex, len, bytes)) {
+    if (!pcb_hex_decode(hex, len, bytes)) {
         pcb_fail(st, PCB_E_FORMAT, "%s: entry '%s' (the %s keyset) is not hexadecimal text, as "
                  "Tink's SharedPrefKeysetWriter writes", s->path, ks_entry[which], ks_what[which]);
         goto out;
@@ -309,7 +275,7 @@ int pcb_keyset_info(const char *hex, size_t len, pcb_tink_keyset *info, char *er
         snprintf(err, cap, "out of memory");
         return -1;
     }
-    if (!hex_decode(hex, len, bytes))
+    if (!pcb_hex_decode(hex, len, bytes))
         snprintf(err, cap, "not hexadecimal text");
     else if (pcb_tinkpb_encrypted_decode(bytes, n, &ct, &ct_len, info, &has_info, err, cap))
         rc = has_info;
