@@ -13,6 +13,7 @@ import pytest
 
 import pycipherbench as pcb
 from pycipherbench import _core
+from test_vectors import _args  # one reading of a vector file's hex fields
 
 VECTOR_DIR = Path(__file__).parent / "vectors"
 ALL_BACKENDS = pcb.backends()
@@ -81,25 +82,12 @@ def _vectors():
     return out
 
 
-def _vec_args(vec):
-    kw = {}
-    if vec["iv"] is not None:
-        kw["iv"] = bytes.fromhex(vec["iv"])
-    aad = vec["aad"]
-    if isinstance(aad, list):
-        kw["aad"] = [bytes.fromhex(a) for a in aad]
-    elif aad is not None:
-        kw["aad"] = bytes.fromhex(aad)
-    return (vec["transformation"], bytes.fromhex(vec["key"]), bytes.fromhex(vec["plaintext"]),
-            bytes.fromhex(vec["ciphertext"]), kw)
-
-
 RAN = {}
 
 
 @pytest.mark.parametrize("backend,vec", _vectors())
 def test_published_vectors(backend, vec):
-    t, key, pt, ct, kw = _vec_args(vec)
+    t, key, pt, ct, kw = _args(vec)
     try:
         out = pcb.encrypt(t, key, pt, backend=backend, **kw)
     except (ValueError, pcb.UnsupportedCipherError) as e:
@@ -128,7 +116,7 @@ def test_published_vectors_ran_on_every_backend():
             continue
         for vec in (v for p in VECTOR_DIR.glob("*.json") for v in json.loads(p.read_text())["vectors"]):
             if vec["transformation"] in want:
-                t, key, pt, ct, kw = _vec_args(vec)
+                t, key, pt, ct, kw = _args(vec)
                 try:
                     if pcb.encrypt(t, key, pt, backend=backend, **kw) == ct:
                         want.discard(t)
