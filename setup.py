@@ -138,12 +138,12 @@ extra_link_args: list[str] = []
 define_macros = [("OPENSSL_API_COMPAT", "30000"), ("OPENSSL_NO_DEPRECATED", None), *backend_defines]
 
 if os.environ.get("PCB_DEBUG"):
-    extra_compile_args += ["-O0", "-g", "-UNDEBUG"]
+    extra_compile_args += ["-O0", "-g", "-UNDEBUG", "-DPCB_ASSERTS"]
 else:
     extra_compile_args += ["-O2"]
 if os.environ.get("PCB_SANITIZE"):
     flags = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"]
-    extra_compile_args += flags + ["-g"]
+    extra_compile_args += flags + ["-g", "-UNDEBUG", "-DPCB_ASSERTS"]  # the lock rules asserted
     extra_link_args += flags
 
 setup(

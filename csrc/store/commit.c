@@ -31,7 +31,7 @@
 #include "common/bytes.h"
 #include "store/codec.h"
 #include "store/internal.h"
-#include "store/persist.h"
+#include "store/txn.h"
 
 /* Op record: kind(1) plain_len(4) sname_len(4) svalue_len(4) pt_len(4), then the bytes. */
 #define OP_DEAD 0 /* replaced by a later op on the same name */
@@ -342,6 +342,7 @@ static void undo_drop(pcb_store *s, undo_log *u)
  * commit_sync). */
 static void undo_apply(pcb_store *s, undo_log *u)
 {
+    PCB_ASSERT_LOCKED(s);
     if (u->cleared) {
         pcb_map_free(&s->map);
         s->map = u->old_map;
@@ -431,10 +432,13 @@ static int start_map(pcb_store *s, int clear, size_t n, size_t bytes, pcb_map *f
 /* Applies a batch to memory (lock held), all or nothing: every byte and
  * slot the ops and their undo need is reserved, and every merge note made,
  * first, so once the map changes nothing can fail. u can put it back
- * (undo_apply) or let it stay (undo_drop). 1, or 0 with st set and nothing
- * changed. */
+ * (undo_apply) or let it stay (undo_drop). The caller counts the change
+ * (mem_gen + 1, the generation its merge notes carry). 1, or 0 with st set
+ * and nothing changed. */
 static int apply_ops(pcb_store *s, const edit_batch *b, undo_log *u, pcb_status *st)
 {
+    PCB_ASSERT_LOCKED(s);
+    PCB_ASSERT(!s->writing);
     pcb_buf redone;
     const pcb_buf *ops = &b->ops;
     undo_init(u);
@@ -515,69 +519,11 @@ static int apply_ops(pcb_store *s, const edit_batch *b, undo_log *u, pcb_status 
     if (ok && b->clear && s->opt.cache)
         pcb_map_clear(&s->plain_cache);
     pcb_buf_free(&redone);
-    s->mem_gen++;
     if (!ok) { /* cannot happen with the room reserved; still all or nothing */
         undo_apply(s, u);
         return pcb_oom(st);
     }
     return 1;
-}
-
-/* ----------------------------------------------------------- writing */
-
-int pcb_store_write_file(pcb_store *s, uint64_t *gen, pcb_status *st)
-{
-    return pcb_persist_write(s, gen, st);
-}
-
-void pcb_store_note_written(pcb_store *s, uint64_t gen)
-{
-    if (gen > s->disk_gen)
-        s->disk_gen = gen;
-    if (s->write_errno != 0 && s->disk_gen >= s->fail_gen)
-        s->write_errno = 0;
-    pthread_cond_broadcast(&s->cond);
-}
-
-/* A write of the applied changes failed (lock held): they stay pending. */
-static void note_failed(pcb_store *s, uint64_t gen, const pcb_status *st)
-{
-    s->write_errno = st->code == PCB_E_OS && st->os_errno ? st->os_errno : EIO;
-    s->fail_gen = gen;
-    snprintf(s->write_error, sizeof s->write_error,
-             "writing applied changes failed (they stay pending): %.200s", st->msg);
-    pthread_cond_broadcast(&s->cond);
-}
-
-int pcb_store_writer_has_work(const pcb_store *s)
-{
-    return s->disk_gen < s->mem_gen && !(s->write_errno != 0 && s->fail_gen >= s->mem_gen);
-}
-
-int pcb_store_write_pending(pcb_store *s, int retry_failed, pcb_status *st)
-{
-    pcb_lock_mutex(&s->io_lock);
-    pcb_store_lock(s);
-    uint64_t gen = s->mem_gen;
-    int pending = retry_failed ? s->disk_gen < gen : pcb_store_writer_has_work(s);
-    pcb_store_unlock(s);
-    int ok = 1;
-    if (pending) {
-        pcb_status local = {0};
-        ok = pcb_store_write_file(s, &gen, &local);
-        pcb_store_lock(s);
-        if (ok)
-            pcb_store_note_written(s, gen);
-        else
-            note_failed(s, gen, &local);
-        pcb_store_unlock(s);
-        if (!ok && st != NULL) {
-            *st = local;
-            snprintf(st->msg, sizeof st->msg, "%s", s->write_error);
-        }
-    }
-    pthread_mutex_unlock(&s->io_lock);
-    return ok;
 }
 
 /* ------------------------------------------------------ commit, apply */
@@ -601,37 +547,23 @@ static int start_writer(pcb_store *s, pcb_status *st)
     return 1;
 }
 
-/* commit(): applied, written, and undone if the write fails. io_lock is
- * held throughout (commits reach the disk in order); `writing` keeps
- * apply() and rotate out of the map until the write's outcome is known. */
+/* commit(): one transaction (txn.h): other writers' changes merged, the
+ * batch applied, written, and undone if the write fails. */
 static int commit_sync(pcb_store *s, const edit_batch *b, pcb_status *st)
 {
     undo_log u;
-    uint64_t gen = 0;
-    pcb_lock_mutex(&s->io_lock);
-    pcb_store_lock(s);
+    pcb_txn t;
+    if (!pcb_txn_begin(&t, s, st))
+        return 0;
     int ok = apply_ops(s, b, &u, st);
-    if (ok)
-        s->writing = 1;
-    pcb_store_unlock(s);
     if (ok) {
-        ok = pcb_store_write_file(s, &gen, st);
-        pcb_store_lock(s);
-        s->writing = 0;
-        if (ok) {
+        ok = pcb_txn_write(&t, st); /* counts the change: mem_gen + 1 */
+        if (ok)
             undo_drop(s, &u);
-            pcb_store_note_written(s, gen);
-        } else {
+        else
             undo_apply(s, &u); /* memory equals disk again */
-            /* A merge during the failed write may have brought other writers'
-             * changes into the map the undo went over: the next write reads
-             * the file again and merges from scratch. */
-            pcb_share_forget_seen(s);
-        }
-        pthread_cond_broadcast(&s->cond);
-        pcb_store_unlock(s);
     }
-    pthread_mutex_unlock(&s->io_lock);
+    pcb_txn_end(&t);
     return ok;
 }
 
@@ -640,11 +572,13 @@ static int commit_async(pcb_store *s, const edit_batch *b, pcb_status *st)
 {
     undo_log u;
     pcb_store_lock(s);
-    while (s->writing)
-        pthread_cond_wait(&s->cond, &s->lock);
+    while (s->writing) /* a transaction's outcome decides what memory is */
+        pcb_store_wait(s);
     int ok = start_writer(s, st) && apply_ops(s, b, &u, st);
-    if (ok)
+    if (ok) {
+        s->mem_gen++; /* the writer's work */
         undo_drop(s, &u);
+    }
     pthread_cond_broadcast(&s->cond);
     pcb_store_unlock(s);
     return ok;
@@ -662,16 +596,16 @@ int pcb_edit_commit(pcb_edit *e, int sync, pcb_status *st)
 static void *writer_main(void *arg)
 {
     pcb_store *s = arg;
-    pthread_mutex_lock(&s->lock);
+    pcb_store_lock(s);
     for (;;) {
-        while (!s->writer_stop && !pcb_store_writer_has_work(s))
-            pthread_cond_wait(&s->cond, &s->lock);
-        if (!pcb_store_writer_has_work(s))
+        while (!s->writer_stop && !pcb_txn_has_work(s))
+            pcb_store_wait(s);
+        if (!pcb_txn_has_work(s))
             break; /* stopping, with nothing left it could write */
-        pthread_mutex_unlock(&s->lock);
-        (void)pcb_store_write_pending(s, 0, NULL); /* a failure is kept for flush/close */
-        pthread_mutex_lock(&s->lock);
+        pcb_store_unlock(s);
+        (void)pcb_txn_write_pending(s, 0, NULL); /* a failure is kept for flush/close */
+        pcb_store_lock(s);
     }
-    pthread_mutex_unlock(&s->lock);
+    pcb_store_unlock(s);
     return NULL;
 }

@@ -121,7 +121,7 @@ struct pcb_store {
     pthread_cond_t cond;
     pthread_t writer;
     int writer_started, writer_stop;
-    int writing;                      /* a commit or rotate writes; the map is theirs */
+    int writing;                      /* txn.c: a transaction writes; memory is its own */
     uint64_t mem_gen, disk_gen;       /* changes applied / changes on disk */
     int write_errno;                  /* the last failed write of applied changes (0: none) */
     uint64_t fail_gen;                /* the generation it tried to write */
@@ -173,6 +173,10 @@ struct pcb_store {
     pcb_buf scratch; /* name/AAD encodings under the lock */
 
     pcb_share share; /* other writers of the file (merge.h); io_lock */
+
+    /* Debug builds (PCB_ASSERTS): which thread holds lock and io_lock. */
+    pthread_t lock_owner, io_owner;
+    int lock_owned, io_owned;
 };
 
 struct pcb_edit {
@@ -202,8 +206,59 @@ static inline void pcb_lock_mutex(pthread_mutex_t *m)
         pcb_wait_end(token);
 }
 
-static inline void pcb_store_lock(pcb_store *s) { pcb_lock_mutex(&s->lock); }
-static inline void pcb_store_unlock(pcb_store *s) { pthread_mutex_unlock(&s->lock); }
+/* Lock rules are asserted in debug builds (PCB_ASSERTS: setup.py's
+ * PCB_DEBUG=1 and PCB_SANITIZE=1): the store's lock and io_lock go through
+ * the helpers below, which record the holder, and every function that
+ * needs one asserts it (PCB_ASSERT_LOCKED, PCB_ASSERT_IO), as SQLite's
+ * pager asserts its states. Release builds compile them away. */
+#ifdef PCB_ASSERTS
+#include <assert.h>
+#define PCB_ASSERT(c) assert(c)
+#define PCB_OWN_(owner, owned) ((owner) = pthread_self(), (owned) = 1)
+#define PCB_DISOWN_(owner, owned) (assert((owned) && pthread_equal((owner), pthread_self())), (owned) = 0)
+#define PCB_ASSERT_LOCKED(s) assert((s)->lock_owned && pthread_equal((s)->lock_owner, pthread_self()))
+#define PCB_ASSERT_IO(s) assert((s)->io_owned && pthread_equal((s)->io_owner, pthread_self()))
+#define PCB_ASSERT_UNLOCKED(s) assert(!((s)->lock_owned && pthread_equal((s)->lock_owner, pthread_self())))
+#else
+#define PCB_ASSERT(c) ((void)0)
+#define PCB_OWN_(owner, owned) ((void)0)
+#define PCB_DISOWN_(owner, owned) ((void)0)
+#define PCB_ASSERT_LOCKED(s) ((void)0)
+#define PCB_ASSERT_IO(s) ((void)0)
+#define PCB_ASSERT_UNLOCKED(s) ((void)0)
+#endif
+
+static inline void pcb_store_lock(pcb_store *s)
+{
+    PCB_ASSERT_UNLOCKED(s); /* not recursive */
+    pcb_lock_mutex(&s->lock);
+    PCB_OWN_(s->lock_owner, s->lock_owned);
+}
+static inline void pcb_store_unlock(pcb_store *s)
+{
+    PCB_DISOWN_(s->lock_owner, s->lock_owned);
+    pthread_mutex_unlock(&s->lock);
+}
+/* Waits on the store's condition (lock held; held again on return). */
+static inline void pcb_store_wait(pcb_store *s)
+{
+    PCB_DISOWN_(s->lock_owner, s->lock_owned);
+    pthread_cond_wait(&s->cond, &s->lock);
+    PCB_OWN_(s->lock_owner, s->lock_owned);
+}
+/* io_lock: one file write at a time; taken before the store's lock. */
+static inline void pcb_io_lock(pcb_store *s)
+{
+    PCB_ASSERT_UNLOCKED(s);
+    PCB_ASSERT(!(s->io_owned && pthread_equal(s->io_owner, pthread_self())));
+    pcb_lock_mutex(&s->io_lock);
+    PCB_OWN_(s->io_owner, s->io_owned);
+}
+static inline void pcb_io_unlock(pcb_store *s)
+{
+    PCB_DISOWN_(s->io_owner, s->io_owned);
+    pthread_mutex_unlock(&s->io_lock);
+}
 
 /* Stage clocks (lock held): STAGE_BEGIN starts one, each STAGE_END adds the
  * time since the last mark to a stage. */
@@ -230,21 +285,4 @@ int pcb_edit_encode_op(pcb_store *s, pcb_buf *ops, int kind, const char *name, s
  * lock is made afresh in a forked child). */
 void pcb_store_register_edit(pcb_edit *e);
 void pcb_store_unregister_edit(pcb_edit *e);
-/* commit.c: THE one place the store's file is written (commit, apply's
- * writer, flush's retry, rotate): io_lock held by the caller, the store's
- * lock not held. *gen gets the generation written. 1, or 0 with st set. */
-int pcb_store_write_file(pcb_store *s, uint64_t *gen, pcb_status *st);
-/* commit.c: gen is on disk (lock held): disk_gen advanced, a failure it
- * covers forgotten, waiters woken. */
-void pcb_store_note_written(pcb_store *s, uint64_t gen);
-/* commit.c: 1 if applied changes wait for a write that has not failed at
- * this generation yet (lock held). */
-int pcb_store_writer_has_work(const pcb_store *s);
-/* commit.c: writes whatever memory holds beyond disk (takes io_lock, then
- * the lock), unless the last write failed at this very generation and not
- * retry_failed (the writer: it waits for a new change instead); 1 if
- * nothing was pending or it is written, else 0 with st set (st may be
- * NULL) and the changes still pending. */
-int pcb_store_write_pending(pcb_store *s, int retry_failed, pcb_status *st);
-
 #endif /* PCB_STORE_INTERNAL_H */

@@ -12,7 +12,6 @@
 #include "common/bytes.h"
 #include "store/fileio.h"
 #include "store/internal.h"
-#include "store/persist.h"
 
 /* "<path>-lock", beside the file the path resolves to: writers that reach
  * one store through different names (a symlink to it) share one lock. */
@@ -35,6 +34,7 @@ static const char *lock_path(pcb_store *s)
 
 int pcb_share_note(pcb_store *s, const uint8_t *sname, size_t len, pcb_status *st)
 {
+    PCB_ASSERT_LOCKED(s);
     pcb_share *sh = &s->share;
     if (!sh->dirty_ready) {
         if (!pcb_map_init(&sh->dirty, 16, 0))
@@ -50,6 +50,7 @@ int pcb_share_note(pcb_store *s, const uint8_t *sname, size_t len, pcb_status *s
 
 void pcb_share_note_clear(pcb_store *s)
 {
+    PCB_ASSERT_LOCKED(s);
     /* The notes of earlier changes stay (an undone clear needs them); while
      * clear_gen is set they are not used, and the write forgets them. */
     s->share.clear_gen = s->mem_gen + 1;
@@ -65,6 +66,7 @@ uint64_t pcb_share_noted(const pcb_store *s, const uint8_t *sname, size_t len)
 
 void pcb_share_unnote(pcb_store *s, const uint8_t *sname, size_t len, uint64_t prev)
 {
+    PCB_ASSERT_LOCKED(s);
     if (!s->share.dirty_ready)
         return;
     const rec_header *d = pcb_map_find(&s->share.dirty, sname, len);
@@ -97,6 +99,7 @@ void pcb_share_seen(pcb_store *s)
 static int apply_dirty(pcb_store *s, pcb_map *fresh, pcb_status *st)
 {
     const rec_header *d;
+    PCB_ASSERT_LOCKED(s);
     if (!s->share.dirty_ready)
         return 1;
     PCB_MAP_FOREACH(&s->share.dirty, d) {
@@ -111,38 +114,36 @@ static int apply_dirty(pcb_store *s, pcb_map *fresh, pcb_status *st)
     return pcb_map_maybe_compact(fresh) || pcb_oom(st);
 }
 
-/* Reads the file again if another writer changed it and merges (file lock
- * held). 1, or 0 with st set (memory unchanged). */
-static int refresh(pcb_store *s, pcb_status *st)
+int pcb_share_changed(pcb_store *s, uint64_t *counter, pcb_file_id *id)
 {
     pcb_share *sh = &s->share;
-    pcb_file_id id;
-    uint64_t counter = pcb_lock_counter(sh->lock_fd);
-    pcb_file_id_of(s->path, &id); /* before the read: a later change shows next time */
-    if (counter == sh->seen_counter && pcb_file_id_same(&id, &sh->seen_id))
-        return 1;
-    pcb_map fresh;
-    if (!pcb_map_init(&fresh, 16, s->map.secret))
-        return pcb_oom(st);
-    int ok = pcb_persist_read_map(s, &fresh, st);
-    if (ok) {
-        pcb_store_lock(s);
-        if (sh->clear_gen == 0) { /* else the unwritten clear() wins: the map stays ours */
-            ok = apply_dirty(s, &fresh, st);
-            if (ok) {
-                pcb_map old = s->map;
-                s->map = fresh;
-                fresh = old;
-                if (s->opt.cache)
-                    pcb_map_clear(&s->plain_cache);
-            }
+    PCB_ASSERT(sh->lock_held);
+    *counter = pcb_lock_counter(sh->lock_fd);
+    pcb_file_id_of(s->path, id); /* before the read: a later change shows next time */
+    return !(*counter == sh->seen_counter && pcb_file_id_same(id, &sh->seen_id));
+}
+
+int pcb_share_merge(pcb_store *s, pcb_map *fresh, uint64_t counter, const pcb_file_id *id,
+                    pcb_status *st)
+{
+    pcb_share *sh = &s->share;
+    int ok = 1;
+    PCB_ASSERT(sh->lock_held);
+    pcb_store_lock(s);
+    if (sh->clear_gen == 0) { /* else the unwritten clear() wins: the map stays ours */
+        ok = apply_dirty(s, fresh, st);
+        if (ok) {
+            pcb_map old = s->map;
+            s->map = *fresh;
+            *fresh = old;
+            if (s->opt.cache)
+                pcb_map_clear(&s->plain_cache);
         }
-        pcb_store_unlock(s);
     }
-    pcb_map_free(&fresh); /* the old map, or the unused fresh one */
+    pcb_store_unlock(s);
     if (ok) {
         sh->seen_counter = counter;
-        sh->seen_id = id;
+        sh->seen_id = *id;
     }
     return ok;
 }
@@ -155,11 +156,10 @@ static void sweep(pcb_store *s)
     s->share.swept = 1;
 }
 
-int pcb_share_lock(pcb_store *s, int merge, pcb_status *st)
+int pcb_share_lock(pcb_store *s, pcb_status *st)
 {
     pcb_share *sh = &s->share;
-    if (sh->lock_held)
-        return !merge || refresh(s, st);
+    PCB_ASSERT(!sh->lock_held); /* one holder: the transaction, or the load */
     const char *lp = lock_path(s);
     if (lp == NULL)
         return pcb_oom(st);
@@ -169,10 +169,6 @@ int pcb_share_lock(pcb_store *s, int merge, pcb_status *st)
         return 0;
     sh->lock_held = 1;
     sweep(s);
-    if (merge && !refresh(s, st)) {
-        pcb_share_unlock(s);
-        return 0;
-    }
     return 1;
 }
 

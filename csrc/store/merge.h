@@ -64,10 +64,21 @@ void pcb_share_forget_seen(pcb_store *s);
 /* Records the lock file's counter and the file's identity before a load
  * reads the file. */
 void pcb_share_seen(pcb_store *s);
-/* Takes the file lock (io_lock held; waits at most lock_timeout), then with
- * merge = 1 reads and merges the file if another writer changed it. 1, or 0
- * with st set and the lock not held. */
-int pcb_share_lock(pcb_store *s, int merge, pcb_status *st);
+/* Takes the file lock (io_lock held, or the load of a new store; waits at
+ * most lock_timeout). 1, or 0 with st set and the lock not held. */
+int pcb_share_lock(pcb_store *s, pcb_status *st);
+/* With the file lock held: 1 if another writer changed the file since this
+ * store last read or wrote it (the lock file's counter or the file's
+ * identity differ), with what they are now in *counter and *id (taken
+ * before the file is read: a later change shows next time). */
+int pcb_share_changed(pcb_store *s, uint64_t *counter, pcb_file_id *id);
+/* Merges: this store's noted changes (and an unwritten clear()) put on top
+ * of fresh, the file as the other writers left it, which then replaces the
+ * store's map (*fresh gets the old one, for the caller to free); counter
+ * and id recorded as seen. Takes the store's lock. 1, or 0 out of memory
+ * with the map unchanged. */
+int pcb_share_merge(pcb_store *s, pcb_map *fresh, uint64_t counter, const pcb_file_id *id,
+                    pcb_status *st);
 /* Releases the file lock if held. */
 void pcb_share_unlock(pcb_store *s);
 /* After this store renamed its file into place for generation gen (lock

@@ -116,6 +116,7 @@ static int serialize_entries(pcb_store *s, pcb_buf *b, pcb_status *st)
 /* The file's bytes for the current state (lock held). */
 static int serialize(pcb_store *s, pcb_buf *b, pcb_status *st)
 {
+    PCB_ASSERT_LOCKED(s);
     b->len = 0;
     if (s->codec.file == PCB_FILE_NATIVE)
         return serialize_native(&s->map, b, s->path, st);
@@ -134,13 +135,7 @@ static int serialize(pcb_store *s, pcb_buf *b, pcb_status *st)
 
 int pcb_persist_write(pcb_store *s, uint64_t *gen, pcb_status *st)
 {
-    /* Other writers: the file lock (unless the caller holds it), and their
-     * changes merged in if the file changed since this store saw it. */
-    int took = !s->share.lock_held;
-    /* *gen: the generation written, set once serialized; a failure before
-     * that leaves the caller's value (the generation it tried to write). */
-    if (!pcb_share_lock(s, 1, st))
-        return 0;
+    PCB_ASSERT(s->share.lock_held); /* a transaction's (txn.c), or a new store's load */
     pcb_buf b;
     pcb_buf_init(&b);
     pcb_store_lock(s);
@@ -157,11 +152,7 @@ int pcb_persist_write(pcb_store *s, uint64_t *gen, pcb_status *st)
             s->stage_ns[PCB_STAGE_IO] += dt;
         pcb_store_unlock(s);
     }
-    if (ok)
-        pcb_share_written(s, *gen);
     pcb_buf_free(&b);
-    if (took)
-        pcb_share_unlock(s);
     return ok;
 }
 
@@ -461,7 +452,7 @@ static int load_keys_and_rest(pcb_store *s, load_ctx *c, int *created, int *agai
              && pcb_keys_load_master(s, !has_keysets, &created_master, st);
     if (ok && !has_keysets && (s->codec.key_keyset || s->codec.value_keyset)) {
         pcb_file_id now;
-        ok = pcb_share_lock(s, 0, st);
+        ok = pcb_share_lock(s, st);
         pcb_file_id_of(s->path, &now);
         if (ok && !pcb_file_id_same(&now, &s->share.seen_id)) {
             *again = 1;
@@ -477,10 +468,12 @@ static int load_keys_and_rest(pcb_store *s, load_ctx *c, int *created, int *agai
          * earlier release's keyset text does not: its entries tell. */
         ok = pcb_codec_check_value_aead(s, st);
     if (ok && *created) {
+        /* The store's first write, under the file lock taken above and
+         * before any other thread can reach the store: nothing to merge. */
         uint64_t gen;
-        pthread_mutex_lock(&s->io_lock);
-        ok = pcb_store_write_file(s, &gen, st); /* every write goes through it */
-        pthread_mutex_unlock(&s->io_lock);
+        ok = (s->share.lock_held || pcb_share_lock(s, st)) && pcb_persist_write(s, &gen, st);
+        if (ok)
+            pcb_share_written(s, gen);
     }
     return ok;
 }

@@ -14,11 +14,11 @@
 
 #include "store/internal.h"
 
-/* Takes the file lock (unless held), merges what other writers changed
- * (store/merge.h), serializes under the lock, then writes atomically
- * (io_lock held by the caller). *gen gets the generation written (left as the
- * caller set it when the write fails before serializing). 1, or 0
- * with st set. */
+/* Serializes the store as memory holds it (taking the store's lock), then
+ * writes the file atomically (the file lock held: the caller is a
+ * transaction, store/txn.h, or a new store's load). *gen gets the
+ * generation written (left as the caller set it when the write fails
+ * before serializing). 1, or 0 with st set. */
 int pcb_persist_write(pcb_store *s, uint64_t *gen, pcb_status *st);
 /* Loads the file into the empty map, with its keys (or new ones for a new
  * store: *created = 1). 1, or 0 with st set. */

@@ -1,8 +1,8 @@
 /*
  * store/rotate.c — key rotation (see store.h): every entry decrypted under
  * the old keys, new keysets (and a new master key when asked), every entry
- * encrypted again into a fresh map, written atomically; on failure the old
- * keys and map are put back.
+ * encrypted again into a fresh map, written atomically in one transaction
+ * (txn.h); on failure the old keys and map are put back.
  */
 #include "store/store.h"
 
@@ -16,7 +16,7 @@
 #include "store/codec.h"
 #include "store/internal.h"
 #include "store/keys.h"
-#include "store/persist.h"
+#include "store/txn.h"
 
 typedef struct {
     pcb_map *fresh;
@@ -199,32 +199,21 @@ static int reencrypt(pcb_store *s, const plain_dump *d, pcb_map *fresh, pcb_stat
     return ok;
 }
 
-/* Swaps fresh in and writes the file (io_lock held; lock held on entry and
- * exit, dropped while writing, with `writing` set so that no apply() lands
- * in a map a rollback would drop). On failure the old map and generation
- * are back and fresh holds the new. */
-static int swap_and_write(pcb_store *s, pcb_map *fresh, pcb_status *st)
+/* Swaps fresh in and writes the file in transaction t (store lock held).
+ * On failure the old map is back and fresh holds the new. */
+static int swap_and_write(pcb_store *s, pcb_txn *t, pcb_map *fresh, pcb_status *st)
 {
     pcb_map old = s->map;
-    uint64_t gen = 0, gen_before = s->mem_gen;
     s->map = *fresh;
-    s->mem_gen++;
-    s->writing = 1;
-    pcb_store_unlock(s);
-    int ok = pcb_store_write_file(s, &gen, st);
-    pcb_store_lock(s);
-    s->writing = 0;
+    int ok = pcb_txn_write(t, st);
     if (ok) {
         pcb_map_free(&old);
-        pcb_store_note_written(s, gen);
     } else {
         *fresh = s->map;
         s->map = old;
-        s->mem_gen = gen_before;
         if (s->opt.cache)
             pcb_map_clear(&s->plain_cache);
     }
-    pthread_cond_broadcast(&s->cond);
     return ok;
 }
 
@@ -240,12 +229,13 @@ int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status 
     int have_fresh = 0;
     pcb_buf_init(&d.names);
     pcb_buf_init(&d.values);
-    pcb_lock_mutex(&s->io_lock);
-    /* Other writers wait until the new file is in place; their changes so far are merged first. */
-    int locked = pcb_share_lock(s, 1, st);
-    pcb_store_lock(s);
+    /* One transaction: other writers wait until the new file is in place;
+     * their changes so far are merged first. */
+    pcb_txn t;
+    if (!pcb_txn_begin(&t, s, st))
+        return 0;
     /* 1. Every entry decrypted under the old keys (the seed's migration). */
-    int ok = locked && (pcb_store_all_locked(s, dump_entry, &d, st) || (st->code ? 0 : pcb_oom(st)));
+    int ok = pcb_store_all_locked(s, dump_entry, &d, st) || (st->code ? 0 : pcb_oom(st));
     save_keys(s, &k);
     /* 2. A new master key when asked; 3. new keysets, every entry again. */
     if (ok && new_opt != NULL && (new_opt->master_key_file || new_opt->passphrase))
@@ -254,7 +244,7 @@ int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status 
     ok = ok && (have_fresh || pcb_oom(st)) && pcb_keys_new(s, st) && reencrypt(s, &d, &fresh, st);
     /* 4. Into place and onto disk, or everything back. */
     if (ok) {
-        ok = swap_and_write(s, &fresh, st);
+        ok = swap_and_write(s, &t, &fresh, st);
         have_fresh = !ok;
     }
     if (!ok)
@@ -262,9 +252,7 @@ int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status 
     drop_saved(&k);
     if (have_fresh)
         pcb_map_free(&fresh);
-    pcb_store_unlock(s);
-    pcb_share_unlock(s);
-    pthread_mutex_unlock(&s->io_lock);
+    pcb_txn_end(&t);
     pcb_buf_free(&d.names);
     pcb_buf_free(&d.values);
     return ok;

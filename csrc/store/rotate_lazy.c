@@ -12,10 +12,13 @@
  * from lookups until it was re-encrypted, name and value both, which is the
  * full rotation (rotate.c).
  *
- * Failure: if the file cannot be written, the old primary is back, and the
- * new key stays in the keyset as a non-primary key (an entry applied while
- * the file was being written may be sealed under it), so memory and the
- * next write agree.
+ * One transaction (txn.h), like every change: the file lock taken and
+ * other writers' changes merged in first (under the keysets the file
+ * holds, so a commit by another writer is no re-keying), then the new
+ * value keyset built beside the old, written, and published; if the write
+ * fails, the value keyset, its text, the primary, the contexts and the
+ * generations are exactly what they were (the new key is gone) and editors
+ * seal their puts again under the old primary.
  */
 #include "store/store.h"
 
@@ -23,10 +26,50 @@
 
 #include <openssl/crypto.h>
 
+#include "store/codec.h"
 #include "store/internal.h"
 #include "store/keys.h"
 #include "store/keyset.h"
-#include "store/persist.h"
+#include "store/txn.h"
+
+/* The value keyset's state, moved aside whole for a rollback. */
+typedef struct {
+    pcb_tink_keyset keyset;
+    pcb_buf text;
+    uint8_t key[VALUE_KEY_LEN], kid[4];
+    pcb_aead_pair ctx;
+} saved_value_keys;
+
+static void save_value_keys(pcb_store *s, saved_value_keys *k)
+{
+    k->keyset = s->keyset[PCB_KS_VALUE];
+    k->text = s->keyset_text[1];
+    pcb_buf_init(&s->keyset_text[1]);
+    memcpy(k->key, s->value_key, VALUE_KEY_LEN);
+    memcpy(k->kid, s->value_kid, 4);
+    k->ctx = s->value; /* moved, not rebuilt: putting it back cannot fail */
+    s->value.enc = s->value.dec = NULL;
+}
+
+/* keep = 0: everything as it was; 1: the new state stays. Either way the
+ * saved copy is wiped. */
+static void end_value_keys(pcb_store *s, saved_value_keys *k, int keep)
+{
+    if (keep) {
+        pcb_buf_free(&k->text);
+        pcb_aead_pair_free(&k->ctx);
+    } else {
+        s->keyset[PCB_KS_VALUE] = k->keyset;
+        pcb_buf_free(&s->keyset_text[1]);
+        s->keyset_text[1] = k->text;
+        memcpy(s->value_key, k->key, VALUE_KEY_LEN);
+        memcpy(s->value_kid, k->kid, 4);
+        pcb_aead_pair_free(&s->value);
+        s->value = k->ctx;
+        s->key_gen++; /* editors seal their puts again, under the old primary */
+    }
+    OPENSSL_cleanse(k, sizeof *k);
+}
 
 int pcb_store_rotate_lazy(pcb_store *s, pcb_status *st)
 {
@@ -37,33 +80,19 @@ int pcb_store_rotate_lazy(pcb_store *s, pcb_status *st)
                         "value keyset (value_encryption='none'): use rotate() (lazy=False)");
     if (!pcb_store_flush(s, st))
         return 0;
-    pthread_mutex_lock(&s->io_lock);
-    pcb_store_lock(s);
-    uint32_t old_primary = s->keyset[PCB_KS_VALUE].primary_key_id;
+    pcb_txn t;
+    if (!pcb_txn_begin(&t, s, st))
+        return 0;
+    saved_value_keys k;
+    save_value_keys(s, &k);
     int ok = pcb_keyset_fresh(s, PCB_KS_VALUE, 0, st)
              && pcb_keyset_seal(s, PCB_KS_VALUE, &s->keyset_text[1], st)
              && pcb_keys_contexts(s, st);
-    int added = s->keyset[PCB_KS_VALUE].primary_key_id != old_primary;
-    s->key_gen++; /* editors seal their puts again, under the new key */
-    uint64_t gen = 0;
     if (ok) {
-        s->mem_gen++;
-        pcb_store_unlock(s);
-        ok = pcb_persist_write(s, &gen, st);
-        pcb_store_lock(s);
-        if (ok && gen > s->disk_gen)
-            s->disk_gen = gen;
+        s->key_gen++; /* editors seal their puts again, under the new key */
+        ok = pcb_txn_write(&t, st);
     }
-    if (!ok && added) { /* the old primary back; the new key kept as a spare */
-        pcb_status ignored = {0};
-        s->keyset[PCB_KS_VALUE].primary_key_id = old_primary;
-        pcb_keyset_use_primary(s, PCB_KS_VALUE);
-        pcb_keyset_seal(s, PCB_KS_VALUE, &s->keyset_text[1], &ignored);
-        pcb_keys_contexts(s, &ignored);
-        s->key_gen++;
-    }
-    pthread_cond_broadcast(&s->cond);
-    pcb_store_unlock(s);
-    pthread_mutex_unlock(&s->io_lock);
+    end_value_keys(s, &k, ok);
+    pcb_txn_end(&t);
     return ok;
 }

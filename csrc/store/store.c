@@ -18,6 +18,7 @@
 #include "store/codec_backend.h"
 #include "store/fileio.h"
 #include "store/internal.h"
+#include "store/txn.h"
 #include "store/persist.h"
 
 int pcb_store_is_reserved(const char *name, size_t len)
@@ -310,10 +311,10 @@ int pcb_store_flush(pcb_store *s, pcb_status *st)
     const uint64_t target = s->mem_gen;
     while (s->writer_started && s->disk_gen < target && !s->writer_stop
            && !(s->write_errno != 0 && s->fail_gen >= target))
-        pthread_cond_wait(&s->cond, &s->lock);
+        pcb_store_wait(s);
     int pending = s->disk_gen < target;
     pcb_store_unlock(s);
-    return !pending || pcb_store_write_pending(s, 1, st);
+    return !pending || pcb_txn_write_pending(s, 1, st);
 }
 
 int pcb_store_close(pcb_store *s, pcb_status *st)

@@ -1,0 +1,195 @@
+/*
+ * store/txn.c — the one path of every change of the store's file, and the
+ * generations it keeps (see txn.h; the locking is internal.h's).
+ */
+#include "store/txn.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#include "store/internal.h"
+#include "store/merge.h"
+#include "store/persist.h"
+
+/* Other writers' changes since this store last read or wrote the file,
+ * merged into memory (file lock held, store lock not). 1, or 0 with st set
+ * and memory unchanged. */
+static int merge_others(pcb_txn *t, pcb_status *st)
+{
+    pcb_store *s = t->s;
+    uint64_t counter;
+    pcb_file_id id;
+    if (!pcb_share_changed(s, &counter, &id))
+        return 1;
+    pcb_map fresh;
+    if (!pcb_map_init(&fresh, 16, s->map.secret))
+        return pcb_oom(st);
+    if (!pcb_persist_read_map(s, &fresh, st) || !pcb_share_merge(s, &fresh, counter, &id, st)) {
+        pcb_map_free(&fresh);
+        return 0;
+    }
+    t->before = fresh; /* the map before the merge, until the outcome is known */
+    t->merged = 1;
+    return 1;
+}
+
+/* pcb_txn_begin after io_lock. */
+static int begin_io_held(pcb_txn *t, pcb_store *s, pcb_status *st)
+{
+    PCB_ASSERT_IO(s);
+    t->s = s;
+    t->gen_before = t->gen = 0;
+    t->held = t->wrote = t->failed = t->merged = 0;
+    /* Other writers wait until this change is in place; what they wrote
+     * so far is merged into memory first, so the caller builds on it. */
+    if (!pcb_share_lock(s, st))
+        return 0;
+    if (!merge_others(t, st)) {
+        pcb_share_unlock(s);
+        return 0;
+    }
+    pcb_store_lock(s);
+    /* No transaction is half done: a failed one put everything back. */
+    PCB_ASSERT(!s->writing);
+    t->gen_before = s->mem_gen;
+    t->held = 1;
+    return 1;
+}
+
+int pcb_txn_begin(pcb_txn *t, pcb_store *s, pcb_status *st)
+{
+    pcb_io_lock(s);
+    if (begin_io_held(t, s, st))
+        return 1;
+    pcb_io_unlock(s);
+    return 0;
+}
+
+/* The file as memory holds it now, and what the other writers see of it
+ * (io_lock and the file lock held, the store's lock not). */
+static int write_file(pcb_store *s, uint64_t *gen, pcb_status *st)
+{
+    PCB_ASSERT_IO(s);
+    PCB_ASSERT_UNLOCKED(s);
+    if (!pcb_persist_write(s, gen, st))
+        return 0;
+    pcb_share_written(s, *gen);
+    return 1;
+}
+
+/* gen is on disk (lock held): disk_gen advanced, a failure it covers
+ * forgotten, waiters woken. */
+static void note_written(pcb_store *s, uint64_t gen)
+{
+    PCB_ASSERT_LOCKED(s);
+    if (gen > s->disk_gen)
+        s->disk_gen = gen;
+    if (s->write_errno != 0 && s->disk_gen >= s->fail_gen)
+        s->write_errno = 0;
+    pthread_cond_broadcast(&s->cond);
+}
+
+int pcb_txn_write(pcb_txn *t, pcb_status *st)
+{
+    pcb_store *s = t->s;
+    PCB_ASSERT(t->held && !t->wrote);
+    PCB_ASSERT_LOCKED(s);
+    t->wrote = 1;
+    s->mem_gen++;
+    s->writing = 1; /* open -> writing: memory is this transaction's */
+    t->gen = s->mem_gen;
+    pcb_store_unlock(s);
+    int ok = write_file(s, &t->gen, st);
+    pcb_store_lock(s);
+    PCB_ASSERT(s->writing && s->mem_gen == t->gen_before + 1);
+    if (ok)
+        note_written(s, t->gen);
+    else
+        s->mem_gen = t->gen_before;
+    t->failed = !ok;
+    return ok;
+}
+
+void pcb_txn_end(pcb_txn *t)
+{
+    pcb_store *s = t->s;
+    PCB_ASSERT(t->held);
+    PCB_ASSERT_LOCKED(s);
+    if (t->merged) {
+        if (!t->wrote || t->failed) {
+            /* Nothing published: memory as it was before the merge too (the
+             * caller has put its own changes back), and the next
+             * transaction reads the file again and merges from scratch. */
+            pcb_map merged = s->map;
+            s->map = t->before;
+            t->before = merged;
+            if (s->opt.cache)
+                pcb_map_clear(&s->plain_cache);
+            pcb_share_forget_seen(s);
+        }
+        pcb_map_free(&t->before);
+        t->merged = 0;
+    }
+    s->writing = 0; /* writing -> open */
+    pthread_cond_broadcast(&s->cond);
+    pcb_store_unlock(s);
+    pcb_share_unlock(s);
+    pcb_io_unlock(s);
+    t->held = 0;
+}
+
+/* A write of applied changes failed (lock held): they stay pending. */
+static void note_failed(pcb_store *s, uint64_t gen, const pcb_status *st)
+{
+    PCB_ASSERT_LOCKED(s);
+    s->write_errno = st->code == PCB_E_OS && st->os_errno ? st->os_errno : EIO;
+    s->fail_gen = gen;
+    snprintf(s->write_error, sizeof s->write_error,
+             "writing applied changes failed (they stay pending): %.200s", st->msg);
+    pthread_cond_broadcast(&s->cond);
+}
+
+int pcb_txn_has_work(const pcb_store *s)
+{
+    return s->disk_gen < s->mem_gen && !(s->write_errno != 0 && s->fail_gen >= s->mem_gen);
+}
+
+int pcb_txn_write_pending(pcb_store *s, int retry_failed, pcb_status *st)
+{
+    pcb_io_lock(s);
+    pcb_store_lock(s);
+    uint64_t gen = s->mem_gen;
+    int pending = retry_failed ? s->disk_gen < gen : pcb_txn_has_work(s);
+    pcb_store_unlock(s);
+    if (!pending) { /* nothing to write: no file lock taken */
+        pcb_io_unlock(s);
+        return 1;
+    }
+    pcb_status local = {0};
+    pcb_txn t;
+    int ok = begin_io_held(&t, s, &local);
+    if (ok) {
+        /* Nothing new in memory: the changes already applied go out. */
+        gen = s->mem_gen;
+        pcb_store_unlock(s); /* apply() may go on meanwhile: its change is the next write's */
+        ok = write_file(s, &gen, &local);
+        pcb_store_lock(s);
+        t.wrote = 1;
+        t.failed = !ok;
+        if (ok)
+            note_written(s, gen);
+        else
+            note_failed(s, gen, &local);
+        pcb_txn_end(&t);
+    } else { /* the file lock or the merge: the changes stay pending */
+        pcb_store_lock(s);
+        note_failed(s, gen, &local);
+        pcb_store_unlock(s);
+        pcb_io_unlock(s);
+    }
+    if (!ok && st != NULL) {
+        *st = local;
+        snprintf(st->msg, sizeof st->msg, "%s", s->write_error);
+    }
+    return ok;
+}

@@ -1,0 +1,79 @@
+/*
+ * store/txn.h — every change of the store's file is one transaction, and
+ * this is its one path.
+ *
+ * Owns: the order of a write (io_lock -> the writers' file lock -> other
+ * writers' changes read and merged -> the caller builds its new state with
+ * an undo -> the file written without the store lock -> published or
+ * dropped), the store's generations (mem_gen: changes in memory; disk_gen:
+ * the latest on disk), the `writing` state that keeps every other change
+ * out of memory while a write's outcome is unknown, and the record of a
+ * failed write of applied changes (write_errno, fail_gen, write_error) that
+ * flush/close/commit report until the changes are out.
+ *
+ * Who uses it: commit (commit.c), apply's background writer and flush
+ * (pcb_txn_write_pending), rotate (rotate.c) and lazy rotation
+ * (rotate_lazy.c). What each changes in memory, and how it puts it back,
+ * is the caller's (commit: its undo log; rotate: saved keys and the old
+ * map); what the transaction itself changed (mem_gen, `writing`) it puts
+ * back itself, and so is the merge: a transaction that publishes nothing
+ * puts the map from before the merge back. So after a failed pcb_txn_write
+ * (or a caller that gives up before writing) and the caller's undo,
+ * memory, keyset text, generations and pending list are exactly as before
+ * pcb_txn_begin.
+ *
+ * Thread safety: begin takes io_lock, the file lock and the store's lock,
+ * in that order (internal.h); end releases them. Never called with the
+ * GIL held: the file lock may wait up to lock_timeout seconds.
+ */
+#ifndef PCB_STORE_TXN_H
+#define PCB_STORE_TXN_H
+
+#include <stdint.h>
+
+#include "common/status.h"
+#include "store/map.h"
+#include "store/store.h"
+
+typedef struct {
+    pcb_store *s;
+    uint64_t gen_before; /* mem_gen when the caller began to change memory */
+    uint64_t gen;        /* the generation the write put on disk */
+    int held;            /* io_lock, file lock and store lock held */
+    int wrote, failed;   /* pcb_txn_write ran; and failed */
+    int merged;          /* other writers' changes merged: `before` is the map before */
+    pcb_map before;
+} pcb_txn;
+
+/* Begins: io_lock, the file lock (waiting at most lock_timeout), other
+ * writers' changes merged into memory when the file changed since this
+ * store saw it, then the store's lock. Returns 1 with all three held, or 0
+ * with st set and nothing held (memory unchanged). */
+int pcb_txn_begin(pcb_txn *t, pcb_store *s, pcb_status *st);
+
+/* The caller has changed memory (store lock held): mem_gen advances, the
+ * store enters `writing` (no apply() or other change lands until the
+ * outcome is known), the file is written with the store lock released, and
+ * the lock is taken again. 1 if the file is on disk (disk_gen advanced);
+ * else 0 with st set, mem_gen back as before, and the caller must put its
+ * changes back before pcb_txn_end. */
+int pcb_txn_write(pcb_txn *t, pcb_status *st);
+
+/* Ends it (store lock held): if nothing was published, the map from
+ * before the merge is back; `writing` left, waiters woken, the store's
+ * lock, the file lock and io_lock released. */
+void pcb_txn_end(pcb_txn *t);
+
+/* The writes of applied changes (apply's writer, flush): whatever memory
+ * holds beyond disk is written in a transaction of its own, unless the last
+ * write failed at this very generation and not retry_failed (the writer:
+ * it waits for a new change instead). 1 if nothing was pending or it is
+ * written; else 0 with st set (st may be NULL) and the changes still
+ * pending (write_errno, fail_gen), reported by every later flush/close. */
+int pcb_txn_write_pending(pcb_store *s, int retry_failed, pcb_status *st);
+
+/* 1 if applied changes wait for a write that has not failed at this
+ * generation yet (store lock held). */
+int pcb_txn_has_work(const pcb_store *s);
+
+#endif /* PCB_STORE_TXN_H */
