@@ -834,6 +834,17 @@ def test_issue17_nonprimary_keys_of_every_prefix_type_read(tmp_path, master, fai
     assert {n: v for n, (_, v) in got.items()} == want
     for h, ks in zip(esp.handles(path), (siv_ks, val_ks)):
         assert keyset_of(h) == ks, "the keysets are kept as they were"
+    info = store.inspect(path)  # described without a key: every key and its prefix type
+    assert [(k.key_id, k.output_prefix_type) for k in info.value_keyset.keys] == [
+        (k.key_id, n) for k, n in zip(val_keys, order)]
+    with store.open(path, master_key_file=kf) as s:
+        s.rotate(lazy=True)  # a new TINK primary; the keys of every prefix kept, still read
+        s.edit().put_string("lazy", "too").commit()
+        want["lazy"] = "too"
+        assert s.all() == want
+    assert {n: v for n, (_, v) in esp.read(path).items()} == want
+    assert [k.output_prefix_type for k in keyset_of(esp.handles(path)[1]).key] == [
+        *(PREFIX[p] for p in order), tink_pb2.TINK]
     with store.open(path, master_key_file=kf) as s:
         assert s.all() == want
         s.rotate()
