@@ -708,3 +708,267 @@ def test_issue12_bench_rotate_lazy_workload(tmp_path):
     _core.check_store_bench("rotate_lazy", value_encryption="none", layout="file")
     m = store.bench("rotate_lazy", n_keys=10, min_time=0.001, repeats=2, directory=tmp_path)
     assert m.workload == "rotate_lazy" and m.payload == 0
+
+
+# ------------------------------------------------- issue 17: Tink's output prefixes
+#
+# Tink accepts keysets whose non-primary ENABLED keys have any output prefix type and
+# decrypts with them: prefixed keys (TINK 0x01 || id, LEGACY and CRUNCHY 0x00 || id)
+# matching a ciphertext's first 5 bytes first, then the RAW keys on the whole ciphertext.
+# For AEAD and deterministic AEAD, LEGACY changes only the prefix (its 0x00 appended to the
+# data is a MAC rule). The entries below are sealed by tink-python's own primitives.
+
+PREFIX = {"TINK": tink_pb2.TINK, "LEGACY": tink_pb2.LEGACY, "RAW": tink_pb2.RAW,
+          "CRUNCHY": tink_pb2.CRUNCHY}
+SIV_T = daead.deterministic_aead_key_templates.AES256_SIV
+GCM_T = aead.aead_key_templates.AES256_GCM
+
+
+def _key(template, prefix="TINK", status=tink_pb2.ENABLED):
+    """One fresh tink key (its proto) with that output prefix and status."""
+    k = keyset_of(tink.new_keyset_handle(template)).key[0]
+    k.output_prefix_type = PREFIX[prefix]
+    k.status = status
+    return k
+
+
+def _chacha_key(prefix="TINK", status=tink_pb2.ENABLED):
+    k = keyset_of(chacha_handle()).key[0]
+    k.output_prefix_type = PREFIX[prefix]
+    k.status = status
+    return k
+
+
+def _keyset(keys, primary=0):
+    ks = tink_pb2.Keyset()
+    ks.key.extend(keys)
+    ks.primary_key_id = keys[primary].key_id
+    return ks
+
+
+def _sealer(key, cls):
+    """tink's primitive for this one key as the primary of its keyset (its own prefix)."""
+    one = tink_pb2.Keyset()
+    k = one.key.add()
+    k.CopyFrom(key)
+    k.status = tink_pb2.ENABLED
+    one.primary_key_id = k.key_id
+    if k.key_data.type_url == CHACHA_URL:  # by hand, with the key's own prefix
+        aead_ = ChaCha20Poly1305(k.key_data.value[2:])
+        lead = b"" if k.output_prefix_type == tink_pb2.RAW else (
+            (b"\x01" if k.output_prefix_type == tink_pb2.TINK else b"\x00") + struct.pack(">I", k.key_id))
+
+        class _C:
+            def encrypt(self, pt, ad):
+                nonce = os.urandom(12)
+                return lead + nonce + aead_.encrypt(nonce, pt, ad)
+        return _C()
+    return handle_of(one).primitive(cls)
+
+
+def _write_keyed(path, esp, siv_ks, val_ks, entries):
+    """An ESP file: the two keysets (sealed under esp's master key, with keyset_info as Java
+    writes) and entries [(name, type, value, siv key, value key)], each name sealed by tink
+    under its siv key and each value under its value key."""
+    sname = ref.store_name(path).encode()
+    pairs = [(ref.KEY_KEYSET_NAME, esp.keyset_text(handle_of(siv_ks))),
+             (ref.VALUE_KEYSET_NAME, esp.keyset_text(handle_of(val_ks)))]
+    for name, t, value, sk, vk in entries:
+        n = base64.b64encode(_sealer(sk, daead.DeterministicAead)
+                             .encrypt_deterministically(name.encode(), sname)).decode()
+        v = _sealer(vk, aead.Aead).encrypt(ref.encode_typed(value, t), n.encode())
+        pairs.append((n, base64.b64encode(v).decode()))
+    Path(path).write_text(ref._string_elements_xml(pairs), encoding="utf-8")
+    return pairs
+
+
+def _lead(blob: bytes, key) -> bytes:
+    return blob[:0] if key.output_prefix_type == tink_pb2.RAW else blob[:5]
+
+
+def _want_lead(key) -> bytes:
+    if key.output_prefix_type == tink_pb2.RAW:
+        return b""
+    return (b"\x01" if key.output_prefix_type == tink_pb2.TINK else b"\x00") + struct.pack(">I", key.key_id)
+
+
+@pytest.mark.parametrize("faithful,backend", [(False, None), (True, None), (False, "gcrypt")])
+def test_issue17_nonprimary_keys_of_every_prefix_type_read(tmp_path, master, faithful, backend):
+    """Both keysets: a TINK primary plus ENABLED RAW, LEGACY and CRUNCHY keys; names and
+    values sealed by tink under each. The store opens (it refused: 'output prefix type 3'),
+    reads every entry, writes under the TINK primary, and tink reads what it wrote; a
+    rotation re-encrypts them all under one new key."""
+    kf, key = master
+    path = tmp_path / "prefixes.xml"
+    esp = TinkEsp(key)
+    order = ["TINK", "RAW", "LEGACY", "CRUNCHY"]
+    siv_keys = [_key(SIV_T, p) for p in order]
+    val_keys = [_key(GCM_T, p) for p in order]
+    siv_ks, val_ks = _keyset(siv_keys), _keyset(val_keys)
+    entries = [(n, t, v, siv_keys[i % 4], val_keys[(i // 4 + i) % 4]) for i, (n, t, v) in enumerate(TYPED)]
+    assert {(e[3].output_prefix_type, e[4].output_prefix_type) for e in entries} >= {
+        (PREFIX[a], PREFIX[a]) for a in order}
+    pairs = _write_keyed(path, esp, siv_ks, val_ks, entries)
+    for (n, v), e in zip(pairs[2:], entries):  # tink wrote each prefix as expected
+        assert _lead(base64.b64decode(n), e[3]) == _want_lead(e[3])
+        assert _lead(base64.b64decode(v), e[4]) == _want_lead(e[4])
+    assert {base64.b64decode(v)[0] for _, v in pairs[2:]} >= {0, 1}
+    # Lookups seal the name under the primary; faithful all() is ESP's getAll(), which
+    # looks each decrypted name up again (names under other keys: no value, left out).
+    by_primary = {n: v for n, t, v, sk, _ in entries if sk.key_id == siv_ks.primary_key_id}
+    assert {e[4].output_prefix_type for e in entries if e[0] in by_primary} == set(PREFIX.values())
+    bk = dict(crypto_backend=backend) if backend else {}  # names and values on libgcrypt
+    with store.open(path, master_key_file=kf, faithful=faithful, **bk) as s:
+        assert s.all() == (by_primary if faithful else expected(TYPED))
+        for n, v in by_primary.items():
+            assert s.get(n) == v
+        s.edit().put_string("new", "entry").put_int("int", 7).commit()
+        want = {**expected(TYPED), "new": "entry", "int": 7}
+        assert s.all() == ({**by_primary, "new": "entry", "int": 7} if faithful else want)
+    raw = dict(ref.raw_entries(path))
+    siv = handle_of(siv_ks).primitive(daead.DeterministicAead)
+    n_new = base64.b64encode(siv.encrypt_deterministically(b"new", b"prefixes")).decode()
+    assert base64.b64decode(n_new)[:5] == b"\x01" + struct.pack(">I", siv_ks.primary_key_id)
+    assert base64.b64decode(raw[n_new])[:5] == b"\x01" + struct.pack(">I", val_ks.primary_key_id)
+    got = esp.read(path)  # tink reads the store's file: every key kept
+    assert {n: v for n, (_, v) in got.items()} == want
+    for h, ks in zip(esp.handles(path), (siv_ks, val_ks)):
+        assert keyset_of(h) == ks, "the keysets are kept as they were"
+    info = store.inspect(path)  # described without a key: every key and its prefix type
+    assert [(k.key_id, k.output_prefix_type) for k in info.value_keyset.keys] == [
+        (k.key_id, n) for k, n in zip(val_keys, order)]
+    with store.open(path, master_key_file=kf) as s:
+        s.rotate(lazy=True)  # a new TINK primary; the keys of every prefix kept, still read
+        s.edit().put_string("lazy", "too").commit()
+        want["lazy"] = "too"
+        assert s.all() == want
+    assert {n: v for n, (_, v) in esp.read(path).items()} == want
+    assert [k.output_prefix_type for k in keyset_of(esp.handles(path)[1]).key] == [
+        *(PREFIX[p] for p in order), tink_pb2.TINK]
+    with store.open(path, master_key_file=kf) as s:
+        assert s.all() == want
+        s.rotate()
+        assert s.all() == want
+    assert {n: v for n, (_, v) in esp.read(path).items()} == want
+    assert all(len(keyset_of(h).key) == 1 for h in esp.handles(path))
+
+
+@pytest.mark.parametrize("with_raw", [False, True], ids=["no-raw-key", "raw-key-present"])
+def test_issue17_disabled_keys_do_not_decrypt(tmp_path, master, with_raw):
+    """Entries under DISABLED keys (of any prefix) read as the store reports an unreadable
+    entry (DecryptionError naming it); the others read; remove() then clears them."""
+    kf, key = master
+    path = tmp_path / "disabled.xml"
+    esp = TinkEsp(key)
+    siv_p = _key(SIV_T)
+    siv_off = _key(SIV_T, "LEGACY", tink_pb2.DISABLED)
+    val_p = _key(GCM_T)
+    off = [_key(GCM_T, p, tink_pb2.DISABLED) for p in ("TINK", "LEGACY", "RAW")]
+    extra = [_key(GCM_T, "RAW")] if with_raw else []
+    siv_ks, val_ks = _keyset([siv_p, siv_off]), _keyset([val_p, *off, *extra])
+    entries = [("ok", STRING, "fine", siv_p, val_p),
+               ("off tink", STRING, "x", siv_p, off[0]),
+               ("off legacy", STRING, "x", siv_p, off[1]),
+               ("off raw", STRING, "x", siv_p, off[2]),
+               ("name off", STRING, "x", siv_off, val_p)]
+    if with_raw:
+        entries.append(("raw", INT, 5, siv_p, extra[0]))
+    _write_keyed(path, esp, siv_ks, val_ks, entries)
+    with store.open(path, master_key_file=kf) as s:
+        assert s.get_string("ok") == "fine"
+        if with_raw:
+            assert s.get_int("raw") == 5
+        for n in ("off tink", "off legacy", "off raw"):
+            assert n in s
+            with pytest.raises(pcb.DecryptionError, match="entry '.*'.*value"):
+                s.get_string(n)
+        assert "name off" not in s
+        with pytest.raises(pcb.DecryptionError, match="remove_unreadable|value"):
+            s.all()
+        e = s.edit().remove_unreadable()
+        for n in ("off tink", "off legacy", "off raw"):
+            e.remove(n)
+        e.commit()
+        assert s.all() == {"ok": "fine", **({"raw": 5} if with_raw else {})}
+
+
+@pytest.mark.parametrize("which", ["key", "value"])
+@pytest.mark.parametrize("prefix", ["LEGACY", "RAW", "CRUNCHY"])
+def test_issue17_primary_not_tink_refused_naming_it(tmp_path, master, which, prefix):
+    """A keyset whose primary is not TINK (Tink allows it; ESP never makes it): refused at
+    open naming the prefix type, since every entry the store writes carries TINK's prefix.
+    The file is left as it was."""
+    kf, key = master
+    path = tmp_path / "primary.xml"
+    esp = TinkEsp(key)
+    siv = [_key(SIV_T, prefix if which == "key" else "TINK"), _key(SIV_T)]
+    val = [_key(GCM_T, prefix if which == "value" else "TINK"), _key(GCM_T)]
+    _write_keyed(path, esp, _keyset(siv), _keyset(val), [("a", STRING, "b", siv[0], val[0])])
+    before = path.read_bytes()
+    for info in (True, False):  # refused from keyset_info in the clear, and from the keyset
+        esp.with_info = info
+        _write_keyed(path, esp, _keyset(siv), _keyset(val), [("a", STRING, "b", siv[0], val[0])])
+        with pytest.raises(store.StoreFormatError,
+                           match=f"{which} keyset.*primary key {(siv if which == 'key' else val)[0].key_id} "
+                                 f"has output prefix type {prefix}"):
+            store.open(path, master_key_file=kf)
+    esp.with_info = True
+    # the same keys read once a TINK key is primary
+    _write_keyed(path, esp, _keyset(siv, primary=1), _keyset(val, primary=1),
+                 [("a", STRING, "b", siv[0], val[0])])
+    before = path.read_bytes()
+    with store.open(path, master_key_file=kf) as s:
+        assert s.all() == {"a": "b"}
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("venc", ["gcm", "chacha20-poly1305"])
+@pytest.mark.parametrize("prefix", ["TINK", "LEGACY", "RAW"])
+def test_issue17_nonprimary_key_of_the_other_aead_reads(tmp_path, master, venc, prefix):
+    """A value keyset whose primary is the store's AEAD and a non-primary ENABLED key is the
+    other AEAD this store knows (AesGcmKey in a ChaCha20-Poly1305 store and back), as Tink's
+    AeadConfig decrypts: its entries read; new values go under the primary. The primary of
+    the other type stays refused (test_issue12_gcm_keyset_refused_as_chacha_and_back)."""
+    kf, key = master
+    path = tmp_path / "mixed.xml"
+    esp = TinkEsp(key)
+    siv = _key(SIV_T)
+    mine, theirs = (_key(GCM_T), _chacha_key(prefix)) if venc == "gcm" else (_chacha_key(), _key(GCM_T, prefix))
+    _write_keyed(path, esp, _keyset([siv]), _keyset([mine, theirs]),
+                 [("mine", STRING, "primary", siv, mine), ("theirs", INT, 3, siv, theirs)])
+    for backend in (None, "gcrypt"):  # the other AEAD's key runs on OpenSSL either way
+        opts = dict(master_key_file=kf, value_encryption=venc)
+        if backend:
+            opts["crypto_backend"] = backend
+        with store.open(path, **opts) as s:
+            assert s.all() == {"mine": "primary", "theirs": 3}
+    with store.open(path, master_key_file=kf, value_encryption=venc, faithful=True) as s:
+        assert s.get_int("theirs") == 3
+        s.edit().put_int("new", 4).commit()
+    raw = dict(ref.raw_entries(path))
+    n_new = base64.b64encode(handle_of(_keyset([siv])).primitive(daead.DeterministicAead)
+                             .encrypt_deterministically(b"new", b"mixed")).decode()
+    assert base64.b64decode(raw[n_new])[:5] == b"\x01" + struct.pack(">I", mine.key_id)
+    with store.open(path, master_key_file=kf, value_encryption=venc) as s:
+        assert s.all() == {"mine": "primary", "theirs": 3, "new": 4}
+    # a key of that other type in the key (AES-SIV) keyset is no name key: refused
+    _write_keyed(path, esp, _keyset([siv]), _keyset([mine, theirs]), [])
+    bad = tink_pb2.Keyset.FromString(_keyset([siv, _key(GCM_T)]).SerializeToString())
+    path.write_text(ref._string_elements_xml(
+        [(ref.KEY_KEYSET_NAME, esp.keyset_text(handle_of(bad))),
+         (ref.VALUE_KEYSET_NAME, esp.keyset_text(handle_of(_keyset([mine]))))]), encoding="utf-8")
+    with pytest.raises(store.StoreFormatError, match="key keyset.*AesGcmKey"):
+        store.open(path, master_key_file=kf, value_encryption=venc)
+
+
+def test_issue17_nonprimary_key_of_an_unknown_type_refused(tmp_path, master):
+    """A non-primary XChaCha20Poly1305Key (an AEAD Tink knows, this store does not): refused
+    at open naming its type, as Tink fails without that key type registered."""
+    kf, key = master
+    path = tmp_path / "xchacha.xml"
+    esp = TinkEsp(key)
+    siv, gcm = _key(SIV_T), _key(GCM_T)
+    x = _key(aead.aead_key_templates.XCHACHA20_POLY1305, "RAW")
+    _write_keyed(path, esp, _keyset([siv]), _keyset([gcm, x]), [("a", STRING, "b", siv, gcm)])
+    with pytest.raises(store.StoreFormatError, match="XChaCha20Poly1305Key.*this store reads only"):
+        store.open(path, master_key_file=kf)

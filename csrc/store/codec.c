@@ -265,37 +265,43 @@ int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_st
     } else if (r->name_len & NAME_TEXT_BIT) {
         return entry_error(s, r, ": the name is not valid Base64 (corrupted)" UNREACHABLE, st);
     }
-    int ok = 1;
-    /* A key of the keyset other than the primary (a rotated keyset, as Tink
-     * decrypts with any enabled key its prefix names). */
-    const pcb_tink_key *other = nl >= PREFIX_LEN && n[0] == 0x01 && memcmp(n + 1, s->siv_kid, 4)
-                                ? pcb_keyset_find(&s->keyset[PCB_KS_KEY], n + 1) : NULL;
-    if (nl < PREFIX_LEN + 16 || n[0] != 0x01 || (!other && memcmp(n + 1, s->siv_kid, 4) != 0)) {
-        ok = entry_error(s, r, ": the name is not sealed by this store's key keyset (wrong "
-                         "prefix, key id or length)" UNREACHABLE, st);
-    } else {
-        char *p = pcb_buf_reserve(out, nl - PREFIX_LEN - 16 + 1);
-        uint8_t d[16];
-        int rc = -1;
-        if (p == NULL)
+    int ok = 1, rc = 0, tried = 0, other_tried = 0;
+    char *p = NULL;
+    size_t pos = 0, skip = 0;
+    const pcb_tink_keyset *ks = &s->keyset[PCB_KS_KEY];
+    const pcb_tink_key *e;
+    /* Every key that may have sealed it, as Tink's primitive set: prefixed
+     * keys matching its first 5 bytes, then RAW keys (pcb_keyset_next). */
+    while (ok && rc == 0 && (e = pcb_keyset_next(ks, n, nl, &pos, &skip)) != NULL) {
+        if (nl - skip < 16)
+            continue;
+        if (p == NULL && (p = pcb_buf_reserve(out, nl - 16 + 1)) == NULL) {
             ok = pcb_oom(st);
-        else if (s->codec.bk_names) {
-            rc = pcb_codec_bk_siv_open(s, other ? other->key_value : NULL, n + PREFIX_LEN,
-                                       nl - PREFIX_LEN, (uint8_t *)p, st);
+            break;
+        }
+        /* The primary runs on the store's keyed state; any other key on its own. */
+        const uint8_t *key = e->key_id == ks->primary_key_id ? NULL : e->key_value;
+        uint8_t d[16];
+        tried = 1;
+        other_tried |= key != NULL;
+        if (s->codec.bk_names) {
+            rc = pcb_codec_bk_siv_open(s, key, n + skip, nl - skip, (uint8_t *)p, st);
             if (rc < 0)
                 ok = 0;
-        } else if (!s2v_start(s, other ? other->key_value : NULL, d))
+        } else if (!s2v_start(s, key, d)) {
             ok = pcb_fail_openssl(st, "AES-SIV");
-        else
-            rc = pcb_siv_decrypt(&s->siv, d, n + PREFIX_LEN, nl - PREFIX_LEN, (uint8_t *)p);
-        if (ok && rc < 0)
+        } else if ((rc = pcb_siv_decrypt(&s->siv, d, n + skip, nl - skip, (uint8_t *)p)) < 0) {
             ok = pcb_fail_openssl(st, "AES-SIV name decryption");
-        else if (ok && rc == 0)
-            ok = entry_error(s, r, ": the name failed authentication (tampered)" UNREACHABLE, st);
-        else if (ok)
-            out->len = nl - PREFIX_LEN - 16;
+        }
+        if (ok && rc == 1)
+            out->len = nl - skip - 16;
     }
-    if (other && !s->codec.bk_names && !pcb_siv_set_key(&s->siv, s->siv_key, SIV_KEY_LEN)
+    if (ok && !tried)
+        ok = entry_error(s, r, ": the name is not sealed by this store's key keyset (wrong "
+                         "prefix, key id or length)" UNREACHABLE, st);
+    else if (ok && rc == 0)
+        ok = entry_error(s, r, ": the name failed authentication (tampered)" UNREACHABLE, st);
+    if (other_tried && !s->codec.bk_names && !pcb_siv_set_key(&s->siv, s->siv_key, SIV_KEY_LEN)
         && ok) /* the primary back */
         ok = pcb_fail_openssl(st, "AES-SIV key setup");
     free(decoded);
@@ -358,38 +364,63 @@ int pcb_codec_seal_value(pcb_store *s, const uint8_t *aad, size_t aad_len, const
     return ok && (!out->failed || pcb_oom(st));
 }
 
-/* AEAD blob v[0..vl) -> plaintext into out. */
+/* The value blob in[0..len) (no prefix) opened with key e of the value
+ * keyset into p: 1, 0 not authentic, -1 failure (st set). */
+static int open_with_key(pcb_store *s, const pcb_tink_key *e, const uint8_t *aad,
+                         size_t aad_len, const uint8_t *in, size_t len, uint8_t *p,
+                         pcb_status *st)
+{
+    if (pcb_keyset_is_other_type(s, PCB_KS_VALUE, e)) {
+        /* A non-primary key of the other AEAD (keyset.h): its own contexts, on OpenSSL. */
+        const EVP_CIPHER *c = pcb_codec_other_aead(s);
+        pcb_aead_pair tmp = {NULL, NULL};
+        if (c == NULL) /* this OpenSSL lacks it: nothing opens under that key */
+            return 0;
+        if (!pcb_aead_pair_new(&tmp, c, e->key_value, st))
+            return -1;
+        int rc = pcb_store_unseal(tmp.dec, NULL, aad, aad_len, in, len, p, st);
+        pcb_aead_pair_free(&tmp);
+        return rc;
+    }
+    const int primary = e->key_id == s->keyset[PCB_KS_VALUE].primary_key_id;
+    if (s->codec.bk_values)
+        return pcb_codec_bk_unseal(s, primary ? NULL : e->key_value, aad, aad_len, in, len, p, st);
+    const uint8_t *key = !primary ? e->key_value : s->codec.per_call_setup ? s->value_key : NULL;
+    int rc = pcb_store_unseal(s->value.dec, key, aad, aad_len, in, len, p, st);
+    if (!primary && !EVP_DecryptInit_ex2(s->value.dec, NULL, s->value_key, NULL, NULL))
+        rc = pcb_fail_openssl(st, "AEAD key setup") - 1; /* the primary back */
+    return rc;
+}
+
+/* AEAD blob v[0..vl) -> plaintext into out: tried under every key that may
+ * have sealed it, in Tink's order (pcb_keyset_next). */
 static int open_blob(pcb_store *s, const rec_header *r, const uint8_t *aad, size_t aad_len,
                      const uint8_t *v, size_t vl, pcb_buf *out, pcb_status *st)
 {
-    const pcb_tink_key *other = vl >= PREFIX_LEN && v[0] == 0x01 && memcmp(v + 1, s->value_kid, 4)
-                                ? pcb_keyset_find(&s->keyset[PCB_KS_VALUE], v + 1) : NULL;
-    if (vl < PREFIX_LEN + NONCE_LEN + TAG_LEN || v[0] != 0x01
-        || (!other && memcmp(v + 1, s->value_kid, 4) != 0))
-        return entry_error(s, r, ": the value is not sealed by this store's value keyset "
-                           "(wrong prefix, key id or length)", st);
-    size_t body = vl - PREFIX_LEN - NONCE_LEN - TAG_LEN;
-    uint8_t *p = (uint8_t *)pcb_buf_reserve(out, body + 1);
-    if (p == NULL)
-        return pcb_oom(st);
+    const pcb_tink_keyset *ks = &s->keyset[PCB_KS_VALUE];
+    const pcb_tink_key *e;
+    size_t pos = 0, skip = 0;
+    uint8_t *p = NULL;
+    int rc = 0, tried = 0;
     STAGE_BEGIN(s);
-    const uint8_t *key = other ? other->key_value : s->codec.per_call_setup ? s->value_key : NULL;
-    int rc;
-    if (s->codec.bk_values)
-        rc = pcb_codec_bk_unseal(s, other ? other->key_value : NULL, aad, aad_len,
-                                 v + PREFIX_LEN, vl - PREFIX_LEN, p, st);
-    else
-        rc = pcb_store_unseal(s->value.dec, key, aad, aad_len, v + PREFIX_LEN, vl - PREFIX_LEN,
-                              p, st);
-    if (other && !s->codec.bk_values && !EVP_DecryptInit_ex2(s->value.dec, NULL, s->value_key, NULL, NULL)) /* the primary back */
-        rc = pcb_fail_openssl(st, "AEAD key setup") - 1;
+    while (rc == 0 && (e = pcb_keyset_next(ks, v, vl, &pos, &skip)) != NULL) {
+        if (vl - skip < NONCE_LEN + TAG_LEN)
+            continue;
+        if (p == NULL && (p = (uint8_t *)pcb_buf_reserve(out, vl - NONCE_LEN - TAG_LEN + 1)) == NULL)
+            return pcb_oom(st);
+        tried = 1;
+        rc = open_with_key(s, e, aad, aad_len, v + skip, vl - skip, p, st);
+    }
     STAGE_END(s, PCB_STAGE_AEAD);
     if (rc < 0)
         return 0;
+    if (!tried)
+        return entry_error(s, r, ": the value is not sealed by this store's value keyset "
+                           "(wrong prefix, key id or length)", st);
     if (rc == 0)
         return entry_error(s, r, ": the value failed authentication (tampered, or moved "
                            "from another entry)", st);
-    out->len = body;
+    out->len = vl - skip - NONCE_LEN - TAG_LEN;
     return 1;
 }
 

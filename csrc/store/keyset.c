@@ -40,30 +40,52 @@ static const char *option_for(const char *type_url)
     return NULL;
 }
 
+/* The other value AEAD this store knows, for a type URL (NULL: none). */
+static const char *other_aead(const char *want)
+{
+    return strcmp(want, PCB_TINK_CHACHA) == 0 ? PCB_TINK_AES_GCM
+           : strcmp(want, PCB_TINK_AES_GCM) == 0 ? PCB_TINK_CHACHA : NULL;
+}
+
+static const char *prefix_name(uint32_t p)
+{
+    static const char *const names[] = {"UNKNOWN", "TINK", "LEGACY", "RAW", "CRUNCHY"};
+    return p <= PCB_TINK_PREFIX_CRUNCHY ? names[p] : names[0];
+}
+
 int pcb_keyset_check(pcb_store *s, int which, const pcb_tink_keyset *k, int with_keys,
                      pcb_status *st)
 {
     size_t want_len;
     const char *want = want_type(s, which, &want_len);
+    const char *other = which == PCB_KS_VALUE ? other_aead(want) : NULL;
     for (size_t i = 0; i < k->n; i++) {
         const pcb_tink_key *e = &k->key[i];
-        if (strcmp(e->type_url, want) != 0) {
+        const int primary = e->key_id == k->primary_key_id;
+        /* A non-primary key of the other AEAD decrypts (as Tink's AeadConfig);
+         * the primary decides what the store writes: the option's type. */
+        const int type_ok = strcmp(e->type_url, want) == 0
+                            || (!primary && other && strcmp(e->type_url, other) == 0);
+        if (!type_ok) {
             const char *opt = option_for(e->type_url);
             return pcb_fail(st, PCB_E_FORMAT,
-                            "%s: the %s keyset ('%s') holds a key of type %s (id %u), but the "
+                            "%s: the %s keyset ('%s') holds a key of type %s (id %u%s), but the "
                             "store was opened with %s, which needs %s%s%s", s->path, ks_what[which],
                             ks_entry[which], pcb_tinkpb_type_name(e->type_url), e->key_id,
-                            option_for(want), pcb_tinkpb_type_name(want),
+                            primary ? ", the primary" : "", option_for(want),
+                            pcb_tinkpb_type_name(want),
                             opt ? "; open it with " : " (this store reads only AesSivKey, "
                             "AesGcmKey and ChaCha20Poly1305Key)", opt ? opt : "");
         }
         if (e->status != PCB_TINK_ENABLED)
             continue; /* never used: Tink leaves them out of its primitive */
-        if (e->output_prefix != PCB_TINK_PREFIX_TINK)
-            return pcb_fail(st, PCB_E_FORMAT, "%s: the %s keyset ('%s'): key %u has output "
-                            "prefix type %u; ESP's keysets (and this store) use TINK (1)",
-                            s->path, ks_what[which], ks_entry[which], e->key_id,
-                            e->output_prefix);
+        if (primary && e->output_prefix != PCB_TINK_PREFIX_TINK)
+            return pcb_fail(st, PCB_E_FORMAT, "%s: the %s keyset ('%s'): its primary key %u has "
+                            "output prefix type %s (%u); this store writes every entry under the "
+                            "primary with Tink's TINK prefix, as ESP does: make a TINK key the "
+                            "primary (non-primary keys of any prefix type are read)", s->path,
+                            ks_what[which], ks_entry[which], e->key_id,
+                            prefix_name(e->output_prefix), e->output_prefix);
         if (with_keys && (e->key_len != want_len || e->version != 0
                           || e->material != PCB_TINK_SYMMETRIC))
             return pcb_fail(st, PCB_E_FORMAT, "%s: the %s keyset ('%s'): key %u is a %s of %zu "
@@ -198,13 +220,31 @@ out:
 
 /* ----------------------------------------------------------------- keys */
 
-const pcb_tink_key *pcb_keyset_find(const pcb_tink_keyset *k, const uint8_t kid[4])
+const pcb_tink_key *pcb_keyset_next(const pcb_tink_keyset *k, const uint8_t *ct, size_t len,
+                                    size_t *pos, size_t *skip)
 {
-    uint32_t id = pcb_load_be32(kid);
-    for (size_t i = 0; i < k->n; i++)
-        if (k->key[i].key_id == id && k->key[i].status == PCB_TINK_ENABLED)
-            return &k->key[i];
+    /* *pos in [0, n): the prefixed keys; [n, 2n): the RAW keys. */
+    for (; *pos < 2 * k->n; (*pos)++) {
+        const pcb_tink_key *e = &k->key[*pos % k->n];
+        const int raw_phase = *pos >= k->n;
+        if (e->status != PCB_TINK_ENABLED || (e->output_prefix == PCB_TINK_PREFIX_RAW) != raw_phase)
+            continue;
+        if (!raw_phase) {
+            const uint8_t lead = e->output_prefix == PCB_TINK_PREFIX_TINK ? 0x01 : 0x00;
+            if (len < PREFIX_LEN || ct[0] != lead || pcb_load_be32(ct + 1) != e->key_id)
+                continue;
+        }
+        *skip = raw_phase ? 0 : PREFIX_LEN;
+        (*pos)++;
+        return e;
+    }
     return NULL;
+}
+
+int pcb_keyset_is_other_type(const pcb_store *s, int which, const pcb_tink_key *e)
+{
+    size_t key_len;
+    return strcmp(e->type_url, want_type(s, which, &key_len)) != 0;
 }
 
 void pcb_keyset_use_primary(pcb_store *s, int which)

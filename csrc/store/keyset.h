@@ -7,8 +7,9 @@
  * associated data, the AndroidKeystoreAesGcm layout; keyset_info in the
  * clear), sealing and opening it, the pre-Tink text of earlier releases
  * (read, never written), which key type each keyset must hold for the
- * store's options, fresh keys (random 31-bit ids, unique in the keyset),
- * and finding a key by the id of a ciphertext's prefix. Called with the
+ * store's options (the rules on prefixes and types: pcb_keyset_check),
+ * fresh keys (random 31-bit ids, unique in the keyset), and the keys that
+ * may open a ciphertext, found by its output prefix as Tink does. Called with the
  * store's lock held (or before the store is shared); the inspection
  * functions take no store and are pure. Lengths are bytes.
  */
@@ -32,7 +33,30 @@ int pcb_keyset_open(pcb_store *s, int which, const char *hex, size_t len, pcb_st
 /* Refuses a keyset (its keys or its keyset_info) that does not fit the
  * store's options: a type URL of another algorithm, a key length, version,
  * material or output prefix this store does not implement. 1, or 0 with st
- * set (naming both the keyset's type and the option). */
+ * set (naming both the keyset's type and the option).
+ *
+ * What is accepted, as Tink's primitive set over such a keyset would:
+ *  - the primary: ENABLED (tinkpb), the option's type (AesSivKey; AesGcmKey
+ *    or ChaCha20Poly1305Key) and output prefix TINK. A primary with another
+ *    prefix (LEGACY, RAW, CRUNCHY) is refused naming it: Tink allows it, ESP
+ *    never makes it, and everything this store writes (names, values, the
+ *    sealed map) carries TINK's prefix 0x01 || primary id; make a TINK key
+ *    primary to open such a keyset;
+ *  - non-primary ENABLED keys of any output prefix: TINK (0x01 || id),
+ *    LEGACY and CRUNCHY (0x00 || id, and no byte appended to the data: that
+ *    is LEGACY's rule for MACs, not AEADs), RAW (no prefix). They decrypt
+ *    what carries their prefix (pcb_keyset_next) and are kept in the keyset;
+ *  - in the value keyset, a non-primary ENABLED key of the other AEAD this
+ *    store knows (AesGcmKey in a ChaCha20-Poly1305 store and back): its
+ *    entries decrypt with that AEAD on OpenSSL, as Tink's AeadConfig would;
+ *    new values go under the primary;
+ *  - DISABLED and DESTROYED keys of those types, whatever their prefix,
+ *    length or version: kept, never used to decrypt (as Tink).
+ * Refused: any key of a type this store does not implement (XChaCha, EAX,
+ * KMS...; Tink too fails unless that key type is registered; its material
+ * could not be written back either), a non-primary AesGcmKey or ChaCha key
+ * in the key keyset, an ENABLED key whose length is not the store's (so an
+ * AES-128-GCM key, even non-primary). */
 int pcb_keyset_check(pcb_store *s, int which, const pcb_tink_keyset *k, int with_keys,
                      pcb_status *st);
 /* A fresh key for s->keyset[which]: with replace, the keyset becomes that
@@ -42,9 +66,17 @@ int pcb_keyset_fresh(pcb_store *s, int which, int replace, pcb_status *st);
 /* Copies s->keyset[which]'s primary into siv_key/siv_kid or
  * value_key/value_kid. */
 void pcb_keyset_use_primary(pcb_store *s, int which);
-/* The enabled key of k whose id is kid (4 bytes, big-endian, as in a
- * ciphertext's prefix), or NULL. */
-const pcb_tink_key *pcb_keyset_find(const pcb_tink_keyset *k, const uint8_t kid[4]);
+/* The keys that may have sealed ct[0..len), in Tink's order: first the
+ * ENABLED keys whose 5-byte output prefix ct starts with (TINK: 0x01 || id;
+ * LEGACY, CRUNCHY: 0x00 || id; ids big-endian), then the ENABLED RAW keys
+ * (the whole ct). *pos is 0 for the first call; each call returns the next
+ * key and sets *skip to the prefix bytes to skip (5 or 0), or NULL when no
+ * key is left. */
+const pcb_tink_key *pcb_keyset_next(const pcb_tink_keyset *k, const uint8_t *ct, size_t len,
+                                    size_t *pos, size_t *skip);
+/* 1 if e (a key of s->keyset[which]) is not of the type the store's
+ * contexts run (a value key of the other AEAD, see pcb_keyset_check). */
+int pcb_keyset_is_other_type(const pcb_store *s, int which, const pcb_tink_key *e);
 
 /* Without a key: the keyset_info of a keyset's text into *info. 1 with
  * info, 0 when the text holds none (the pre-Tink text, or Tink's optional
