@@ -41,7 +41,8 @@ def _opts(kind: str, mk: Path) -> dict:
 
 def _value_key_count(path: Path) -> int:
     info = store.inspect(str(path))
-    return len(info["value_keyset"]["keys"])
+    assert info.value_keyset is not None
+    return len(info.value_keyset.keys)
 
 
 def _run(code: str, *args: str) -> str:

@@ -552,3 +552,67 @@ int pcb_keys_load(pcb_store *s, const pcb_keyset_text *k, int *created, pcb_stat
     return pcb_keys_contexts(s, st);
 }
 
+
+/* 1 if every enabled key of old is in k with the same id, type and
+ * material (k is old plus keys added by a lazy rotation). */
+static int extends(const pcb_tink_keyset *k, const pcb_tink_keyset *old)
+{
+    for (size_t i = 0; i < old->n; i++) {
+        const pcb_tink_key *o = &old->key[i];
+        int found = o->status != PCB_TINK_ENABLED;
+        for (size_t j = 0; j < k->n && !found; j++) {
+            const pcb_tink_key *n = &k->key[j];
+            found = n->key_id == o->key_id && n->status == PCB_TINK_ENABLED
+                    && n->key_len == o->key_len && strcmp(n->type_url, o->type_url) == 0
+                    && CRYPTO_memcmp(n->key_value, o->key_value, o->key_len) == 0;
+        }
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+int pcb_keys_adopt_value_keyset(pcb_store *s, const char *hex, size_t len, pcb_status *st)
+{
+    pcb_tink_keyset *old = malloc(sizeof *old);
+    if (old == NULL)
+        return pcb_oom(st) - 1;
+    pcb_store_lock(s); /* readers decrypt with the keyset and its contexts */
+    /* Everything the adoption changes, moved aside whole: putting it back cannot fail. */
+    *old = s->keyset[PCB_KS_VALUE];
+    pcb_aead_pair ctx = s->value;
+    pcb_buf text = s->keyset_text[1];
+    uint8_t key[VALUE_KEY_LEN], kid[4];
+    memcpy(key, s->value_key, VALUE_KEY_LEN);
+    memcpy(kid, s->value_kid, 4);
+    pcb_status why = {0};
+    int rc = pcb_keyset_open(s, PCB_KS_VALUE, hex, len, &why) == 1
+             && extends(&s->keyset[PCB_KS_VALUE], old);
+    if (rc) {
+        pcb_keyset_use_primary(s, PCB_KS_VALUE);
+        s->value.enc = s->value.dec = NULL;
+        pcb_buf_init(&s->keyset_text[1]);
+        pcb_buf_append(&s->keyset_text[1], hex, len);
+        rc = (!s->keyset_text[1].failed || pcb_oom(st)) && pcb_keys_contexts(s, st) ? 1 : -1;
+    }
+    if (rc == 1) {
+        pcb_aead_pair_free(&ctx);
+        pcb_buf_free(&text);
+        s->key_gen++; /* editors seal their puts again, under the new primary */
+    } else { /* everything as it was */
+        if (rc == -1) {
+            pcb_aead_pair_free(&s->value);
+            pcb_buf_free(&s->keyset_text[1]);
+        }
+        s->keyset[PCB_KS_VALUE] = *old;
+        s->value = ctx;
+        s->keyset_text[1] = text;
+        memcpy(s->value_key, key, VALUE_KEY_LEN);
+        memcpy(s->value_kid, kid, 4);
+    }
+    pcb_store_unlock(s);
+    OPENSSL_cleanse(old, sizeof *old);
+    OPENSSL_cleanse(key, sizeof key);
+    free(old);
+    return rc;
+}

@@ -43,5 +43,12 @@ int pcb_keys_load(pcb_store *s, const pcb_keyset_text *k, int *created, pcb_stat
 int pcb_keys_new(pcb_store *s, pcb_status *st);
 /* Sets up the entry crypto (SIV state, AEAD contexts) from the keys. */
 int pcb_keys_contexts(pcb_store *s, pcb_status *st);
+/* Another writer's lazy rotation (a merge, file lock held; takes the
+ * store's lock): if the file's value keyset text opens under the master
+ * key and holds every enabled key of this store's value keyset (same ids
+ * and material), it becomes this store's, its primary the one new puts
+ * use. 1 adopted; 0 not such an extension (st not set: a re-keying); -1
+ * error (st set). On 0 and -1 everything is as it was. */
+int pcb_keys_adopt_value_keyset(pcb_store *s, const char *hex, size_t len, pcb_status *st);
 
 #endif /* PCB_STORE_KEYS_H */

@@ -521,19 +521,28 @@ int pcb_persist_load(pcb_store *s, int *created, pcb_status *st)
 }
 
 /* The file's keysets are the ones this store holds (a merge cannot mix
- * entries sealed under two keysets). */
+ * entries sealed under two keysets), or a value keyset that another
+ * writer's lazy rotation extended, which this store then adopts (keys.h). */
 static int same_keysets(pcb_store *s, const load_ctx *c, pcb_status *st)
 {
     int empty = c->m->live == 0 && c->sealed_text == NULL;
     for (int k = 0; k < 2; k++) {
         int used = k ? s->codec.value_keyset : s->codec.key_keyset;
         const pcb_buf *ours = &s->keyset_text[k];
-        if (c->keysets.hex[k] == NULL ? (used && !empty)
-                                      : (!used || c->keysets.len[k] != ours->len
-                                         || memcmp(c->keysets.hex[k], ours->data, ours->len) != 0))
-            return pcb_fail(st, PCB_E_FORMAT, "%s was re-keyed by another writer (rotate) or "
-                            "replaced since this store read it; its entries cannot be merged: "
-                            "reopen the store (nothing was written)", s->path);
+        if (c->keysets.hex[k] == NULL ? (!used || empty)
+                                      : (used && c->keysets.len[k] == ours->len
+                                         && memcmp(c->keysets.hex[k], ours->data, ours->len) == 0))
+            continue;
+        if (k == 1 && used && c->keysets.hex[k] != NULL) {
+            int rc = pcb_keys_adopt_value_keyset(s, c->keysets.hex[k], c->keysets.len[k], st);
+            if (rc == 1)
+                continue;
+            if (rc < 0)
+                return 0;
+        }
+        return pcb_fail(st, PCB_E_FORMAT, "%s was re-keyed by another writer (rotate) or "
+                        "replaced since this store read it; its entries cannot be merged: "
+                        "reopen the store (nothing was written)", s->path);
     }
     return 1;
 }
