@@ -547,24 +547,40 @@ static int start_writer(pcb_store *s, pcb_status *st)
     return 1;
 }
 
+/* A commit's change, for its transaction: the batch applied (or not yet)
+ * and how to put it back. */
+typedef struct {
+    undo_log u;
+    int applied;
+} commit_change;
+
+static void commit_publish(pcb_store *s, void *arg)
+{
+    commit_change *c = arg;
+    if (c->applied)
+        undo_drop(s, &c->u);
+}
+
+static void commit_undo(pcb_store *s, void *arg)
+{
+    commit_change *c = arg;
+    if (c->applied)
+        undo_apply(s, &c->u); /* memory equals disk again */
+}
+
 /* commit(): one transaction (txn.h): other writers' changes merged, the
- * batch applied, written, and undone if the write fails. */
+ * batch applied, written; txn.c keeps or undoes it. */
 static int commit_sync(pcb_store *s, const edit_batch *b, pcb_status *st)
 {
-    undo_log u;
+    commit_change c = {.applied = 0};
+    const pcb_txn_change change = {commit_publish, commit_undo, &c};
     pcb_txn t;
-    if (!pcb_txn_begin(&t, s, st))
+    if (!pcb_txn_begin(&t, s, &change, st))
         return 0;
-    int ok = apply_ops(s, b, &u, st);
-    if (ok) {
-        ok = pcb_txn_write(&t, st); /* counts the change: mem_gen + 1 */
-        if (ok)
-            undo_drop(s, &u);
-        else
-            undo_apply(s, &u); /* memory equals disk again */
-    }
-    pcb_txn_end(&t);
-    return ok;
+    c.applied = apply_ops(s, b, &c.u, st);
+    if (c.applied)
+        (void)pcb_txn_write(&t, st); /* counts the change: mem_gen + 1 */
+    return pcb_txn_end(&t);
 }
 
 /* apply(): memory now, the writer thread writes. */

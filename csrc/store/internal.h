@@ -18,6 +18,9 @@
  *   lock.c     the writers' file lock and its change counter (lock.h)
  *   merge.c    sharing the file: lock, re-read and merge (merge.h)
  *   store.c    open, close, flush, reads, accounting (store.h)
+ *   txn.c      THE path of every change of the file (txn.h): lock, merge,
+ *              build, write, then publish or put memory back; the
+ *              generations and the record of a failed write
  *   commit.c   editors, commit and apply, the background writer (store.h)
  *   rotate.c   key rotation (store.h)
  *   rotate_lazy.c  lazy rotation: a new primary value key (store.h)
@@ -30,14 +33,16 @@
  * processes and Store objects, is taken after io_lock and before `lock`.
  * Every wait for a mutex goes through pcb_lock_mutex, which
  * tries first and runs the embedder's wait hooks (py/: release the GIL)
- * only when it must block. While `writing` is set (a commit's or rotate's
- * write in flight, io_lock held) no one else changes the map, so a failed
- * write can put it back exactly.
+ * only when it must block. While `writing` is set (a transaction's write in
+ * flight, txn.h) no one else changes memory, so a failed write can put it
+ * back exactly. Debug builds assert these rules (PCB_ASSERTS, below).
  *
- * Generations: mem_gen counts changes applied to memory, disk_gen the
- * latest one on disk. A failed write leaves disk_gen behind: the changes
- * stay pending (write_errno, fail_gen: the generation that failed) until a
- * later write (the writer at the next change, flush, close) gets them out.
+ * Generations (txn.c's): mem_gen counts changes applied to memory,
+ * disk_gen the latest one on disk. A failed write of applied changes
+ * leaves disk_gen behind: they stay pending (write_errno, fail_gen: the
+ * generation that failed) until a later write (the writer at the next
+ * change, flush, close) gets them out. A failed commit or rotation is
+ * undone instead (txn.h).
  */
 #ifndef PCB_STORE_INTERNAL_H
 #define PCB_STORE_INTERNAL_H

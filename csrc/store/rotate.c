@@ -199,22 +199,41 @@ static int reencrypt(pcb_store *s, const plain_dump *d, pcb_map *fresh, pcb_stat
     return ok;
 }
 
-/* Swaps fresh in and writes the file in transaction t (store lock held).
- * On failure the old map is back and fresh holds the new. */
-static int swap_and_write(pcb_store *s, pcb_txn *t, pcb_map *fresh, pcb_status *st)
+/* A rotation's change, for its transaction: the keys saved, the map
+ * before the re-encrypted one swapped in. */
+typedef struct {
+    saved_keys k;
+    int saved, swapped;
+    pcb_map old;
+} rotate_change;
+
+static void rotate_publish(pcb_store *s, void *arg)
 {
-    pcb_map old = s->map;
-    s->map = *fresh;
-    int ok = pcb_txn_write(t, st);
-    if (ok) {
-        pcb_map_free(&old);
-    } else {
-        *fresh = s->map;
-        s->map = old;
+    rotate_change *c = arg;
+    (void)s;
+    if (c->swapped)
+        pcb_map_free(&c->old);
+    c->swapped = 0;
+    if (c->saved)
+        drop_saved(&c->k);
+    c->saved = 0;
+}
+
+static void rotate_undo(pcb_store *s, void *arg)
+{
+    rotate_change *c = arg;
+    if (c->swapped) {
+        pcb_map_free(&s->map);
+        s->map = c->old;
         if (s->opt.cache)
             pcb_map_clear(&s->plain_cache);
     }
-    return ok;
+    c->swapped = 0;
+    if (c->saved) {
+        restore_keys(s, &c->k);
+        drop_saved(&c->k);
+    }
+    c->saved = 0;
 }
 
 int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status *st)
@@ -224,7 +243,8 @@ int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status 
     if (!pcb_store_flush(s, st))
         return 0;
     plain_dump d;
-    saved_keys k;
+    rotate_change c = {.saved = 0, .swapped = 0};
+    const pcb_txn_change change = {rotate_publish, rotate_undo, &c};
     pcb_map fresh;
     int have_fresh = 0;
     pcb_buf_init(&d.names);
@@ -232,27 +252,28 @@ int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status 
     /* One transaction: other writers wait until the new file is in place;
      * their changes so far are merged first. */
     pcb_txn t;
-    if (!pcb_txn_begin(&t, s, st))
+    if (!pcb_txn_begin(&t, s, &change, st))
         return 0;
     /* 1. Every entry decrypted under the old keys (the seed's migration). */
     int ok = pcb_store_all_locked(s, dump_entry, &d, st) || (st->code ? 0 : pcb_oom(st));
-    save_keys(s, &k);
+    save_keys(s, &c.k);
+    c.saved = 1;
     /* 2. A new master key when asked; 3. new keysets, every entry again. */
     if (ok && new_opt != NULL && (new_opt->master_key_file || new_opt->passphrase))
-        ok = new_master(s, new_opt, &k, st);
+        ok = new_master(s, new_opt, &c.k, st);
     have_fresh = ok && pcb_map_init(&fresh, s->map.live, s->map.secret);
     ok = ok && (have_fresh || pcb_oom(st)) && pcb_keys_new(s, st) && reencrypt(s, &d, &fresh, st);
-    /* 4. Into place and onto disk, or everything back. */
+    /* 4. Into place and onto disk; txn.c keeps it or puts everything back. */
     if (ok) {
-        ok = swap_and_write(s, &t, &fresh, st);
-        have_fresh = !ok;
+        c.old = s->map;
+        s->map = fresh;
+        c.swapped = 1;
+        have_fresh = 0;
+        (void)pcb_txn_write(&t, st);
     }
-    if (!ok)
-        restore_keys(s, &k);
-    drop_saved(&k);
     if (have_fresh)
         pcb_map_free(&fresh);
-    pcb_txn_end(&t);
+    ok = pcb_txn_end(&t);
     pcb_buf_free(&d.names);
     pcb_buf_free(&d.values);
     return ok;

@@ -71,6 +71,9 @@ static void end_value_keys(pcb_store *s, saved_value_keys *k, int keep)
     OPENSSL_cleanse(k, sizeof *k);
 }
 
+static void lazy_publish(pcb_store *s, void *arg) { end_value_keys(s, arg, 1); }
+static void lazy_undo(pcb_store *s, void *arg) { end_value_keys(s, arg, 0); }
+
 int pcb_store_rotate_lazy(pcb_store *s, pcb_status *st)
 {
     if (s->codec.file == PCB_FILE_NATIVE)
@@ -80,19 +83,17 @@ int pcb_store_rotate_lazy(pcb_store *s, pcb_status *st)
                         "value keyset (value_encryption='none'): use rotate() (lazy=False)");
     if (!pcb_store_flush(s, st))
         return 0;
-    pcb_txn t;
-    if (!pcb_txn_begin(&t, s, st))
-        return 0;
     saved_value_keys k;
-    save_value_keys(s, &k);
-    int ok = pcb_keyset_fresh(s, PCB_KS_VALUE, 0, st)
-             && pcb_keyset_seal(s, PCB_KS_VALUE, &s->keyset_text[1], st)
-             && pcb_keys_contexts(s, st);
-    if (ok) {
+    const pcb_txn_change change = {lazy_publish, lazy_undo, &k};
+    pcb_txn t;
+    if (!pcb_txn_begin(&t, s, &change, st))
+        return 0;
+    save_value_keys(s, &k); /* under the lock: after the merge, which may adopt a keyset */
+    if (pcb_keyset_fresh(s, PCB_KS_VALUE, 0, st)
+        && pcb_keyset_seal(s, PCB_KS_VALUE, &s->keyset_text[1], st)
+        && pcb_keys_contexts(s, st)) {
         s->key_gen++; /* editors seal their puts again, under the new key */
-        ok = pcb_txn_write(&t, st);
+        (void)pcb_txn_write(&t, st);
     }
-    end_value_keys(s, &k, ok);
-    pcb_txn_end(&t);
-    return ok;
+    return pcb_txn_end(&t);
 }

@@ -34,10 +34,12 @@ static int merge_others(pcb_txn *t, pcb_status *st)
 }
 
 /* pcb_txn_begin after io_lock. */
-static int begin_io_held(pcb_txn *t, pcb_store *s, pcb_status *st)
+static int begin_io_held(pcb_txn *t, pcb_store *s, const pcb_txn_change *change,
+                         pcb_status *st)
 {
     PCB_ASSERT_IO(s);
     t->s = s;
+    t->change = change;
     t->gen_before = t->gen = 0;
     t->held = t->wrote = t->failed = t->merged = 0;
     /* Other writers wait until this change is in place; what they wrote
@@ -56,10 +58,10 @@ static int begin_io_held(pcb_txn *t, pcb_store *s, pcb_status *st)
     return 1;
 }
 
-int pcb_txn_begin(pcb_txn *t, pcb_store *s, pcb_status *st)
+int pcb_txn_begin(pcb_txn *t, pcb_store *s, const pcb_txn_change *change, pcb_status *st)
 {
     pcb_io_lock(s);
-    if (begin_io_held(t, s, st))
+    if (begin_io_held(t, s, change, st))
         return 1;
     pcb_io_unlock(s);
     return 0;
@@ -104,21 +106,26 @@ int pcb_txn_write(pcb_txn *t, pcb_status *st)
     PCB_ASSERT(s->writing && s->mem_gen == t->gen_before + 1);
     if (ok)
         note_written(s, t->gen);
-    else
-        s->mem_gen = t->gen_before;
     t->failed = !ok;
     return ok;
 }
 
-void pcb_txn_end(pcb_txn *t)
+int pcb_txn_end(pcb_txn *t)
 {
     pcb_store *s = t->s;
     PCB_ASSERT(t->held);
     PCB_ASSERT_LOCKED(s);
-    if (t->merged) {
-        if (!t->wrote || t->failed) {
-            /* Nothing published: memory as it was before the merge too (the
-             * caller has put its own changes back), and the next
+    int published = t->wrote && !t->failed;
+    if (published) {
+        if (t->change != NULL)
+            t->change->publish(s, t->change->arg);
+    } else {
+        if (t->change != NULL)
+            t->change->undo(s, t->change->arg);
+        if (t->wrote && t->change != NULL)
+            s->mem_gen = t->gen_before;
+        if (t->merged) {
+            /* Memory as it was before the merge too, and the next
              * transaction reads the file again and merges from scratch. */
             pcb_map merged = s->map;
             s->map = t->before;
@@ -127,15 +134,18 @@ void pcb_txn_end(pcb_txn *t)
                 pcb_map_clear(&s->plain_cache);
             pcb_share_forget_seen(s);
         }
-        pcb_map_free(&t->before);
-        t->merged = 0;
     }
+    PCB_ASSERT(published || t->change == NULL || s->mem_gen == t->gen_before);
+    if (t->merged)
+        pcb_map_free(&t->before);
+    t->merged = 0;
     s->writing = 0; /* writing -> open */
     pthread_cond_broadcast(&s->cond);
     pcb_store_unlock(s);
     pcb_share_unlock(s);
     pcb_io_unlock(s);
     t->held = 0;
+    return published;
 }
 
 /* A write of applied changes failed (lock held): they stay pending. */
@@ -167,7 +177,7 @@ int pcb_txn_write_pending(pcb_store *s, int retry_failed, pcb_status *st)
     }
     pcb_status local = {0};
     pcb_txn t;
-    int ok = begin_io_held(&t, s, &local);
+    int ok = begin_io_held(&t, s, NULL, &local);
     if (ok) {
         /* Nothing new in memory: the changes already applied go out. */
         gen = s->mem_gen;

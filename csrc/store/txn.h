@@ -13,13 +13,13 @@
  *
  * Who uses it: commit (commit.c), apply's background writer and flush
  * (pcb_txn_write_pending), rotate (rotate.c) and lazy rotation
- * (rotate_lazy.c). What each changes in memory, and how it puts it back,
- * is the caller's (commit: its undo log; rotate: saved keys and the old
- * map); what the transaction itself changed (mem_gen, `writing`) it puts
- * back itself, and so is the merge: a transaction that publishes nothing
- * puts the map from before the merge back. So after a failed pcb_txn_write
- * (or a caller that gives up before writing) and the caller's undo,
- * memory, keyset text, generations and pending list are exactly as before
+ * (rotate_lazy.c). This file alone decides whether a change was published
+ * and, when it was not, puts memory back (pcb_txn_end): the caller's
+ * change through its undo (commit: its undo log; rotate: saved keys and
+ * the old map; lazy rotation: the old value keyset), then what the
+ * transaction itself changed (mem_gen, `writing`, the merge's map). So
+ * after a failed write, or a caller that gives up before writing, memory,
+ * keyset text, generations and pending list are exactly as before
  * pcb_txn_begin.
  *
  * Thread safety: begin takes io_lock, the file lock and the store's lock,
@@ -35,9 +35,21 @@
 #include "store/map.h"
 #include "store/store.h"
 
+/* What a transaction's caller changes in memory, and how to let it stay
+ * or put it back (each in the caller's own file: the state is theirs).
+ * Both run with the store's lock held, once, from pcb_txn_end; undo cannot
+ * fail (what it needs was kept or reserved when the change was built) and
+ * must cope with a change built only in part. */
+typedef struct {
+    void (*publish)(pcb_store *s, void *arg); /* the file holds it: drop the undo */
+    void (*undo)(pcb_store *s, void *arg);    /* it was not published: memory as before */
+    void *arg;
+} pcb_txn_change;
+
 typedef struct {
     pcb_store *s;
-    uint64_t gen_before; /* mem_gen when the caller began to change memory */
+    const pcb_txn_change *change; /* NULL: nothing new in memory (pending writes) */
+    uint64_t gen_before; /* mem_gen at begin */
     uint64_t gen;        /* the generation the write put on disk */
     int held;            /* io_lock, file lock and store lock held */
     int wrote, failed;   /* pcb_txn_write ran; and failed */
@@ -47,22 +59,26 @@ typedef struct {
 
 /* Begins: io_lock, the file lock (waiting at most lock_timeout), other
  * writers' changes merged into memory when the file changed since this
- * store saw it, then the store's lock. Returns 1 with all three held, or 0
- * with st set and nothing held (memory unchanged). */
-int pcb_txn_begin(pcb_txn *t, pcb_store *s, pcb_status *st);
+ * store saw it, then the store's lock. Returns 1 with all three held (the
+ * caller then builds its change beside the old state and calls
+ * pcb_txn_write, or gives up; either way pcb_txn_end), or 0 with st set,
+ * nothing held, memory unchanged and change not called. */
+int pcb_txn_begin(pcb_txn *t, pcb_store *s, const pcb_txn_change *change, pcb_status *st);
 
 /* The caller has changed memory (store lock held): mem_gen advances, the
  * store enters `writing` (no apply() or other change lands until the
  * outcome is known), the file is written with the store lock released, and
  * the lock is taken again. 1 if the file is on disk (disk_gen advanced);
- * else 0 with st set, mem_gen back as before, and the caller must put its
- * changes back before pcb_txn_end. */
+ * else 0 with st set. */
 int pcb_txn_write(pcb_txn *t, pcb_status *st);
 
-/* Ends it (store lock held): if nothing was published, the map from
- * before the merge is back; `writing` left, waiters woken, the store's
- * lock, the file lock and io_lock released. */
-void pcb_txn_end(pcb_txn *t);
+/* Ends it (store lock held), and decides: if the write published the
+ * change, change->publish; otherwise (never written, or the write failed)
+ * change->undo, mem_gen back, and the map from before the merge back, so
+ * memory is exactly as at pcb_txn_begin. Then `writing` is left, waiters
+ * woken, and the store's lock, the file lock and io_lock released.
+ * Returns 1 if the change was published. */
+int pcb_txn_end(pcb_txn *t);
 
 /* The writes of applied changes (apply's writer, flush): whatever memory
  * holds beyond disk is written in a transaction of its own, unless the last
