@@ -244,7 +244,13 @@ static int decode_text(const uint8_t *text, size_t len, uint8_t **out, size_t *o
     return 0;
 }
 
-int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_status *st)
+static int no_name_opens(pcb_store *s, size_t *tried);
+
+/* The plain name of record r; *auth_failed (may be NULL) set when its
+ * AES-SIV did not authenticate. probe: the message for such a failure
+ * checks whether any other name opens (no_name_opens). */
+static int plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_status *st,
+                      int probe, int *auth_failed)
 {
     const uint8_t *n = rec_name(r);
     size_t nl = r->name_len & LEN_MASK;
@@ -265,7 +271,7 @@ int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_st
     } else if (r->name_len & NAME_TEXT_BIT) {
         return entry_error(s, r, ": the name is not valid Base64 (corrupted)" UNREACHABLE, st);
     }
-    int ok = 1;
+    int ok = 1, failed_auth = 0;
     /* A key of the keyset other than the primary (a rotated keyset, as Tink
      * decrypts with any enabled key its prefix names). */
     const pcb_tink_key *other = nl >= PREFIX_LEN && n[0] == 0x01 && memcmp(n + 1, s->siv_kid, 4)
@@ -290,16 +296,61 @@ int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_st
             rc = pcb_siv_decrypt(&s->siv, d, n + PREFIX_LEN, nl - PREFIX_LEN, (uint8_t *)p);
         if (ok && rc < 0)
             ok = pcb_fail_openssl(st, "AES-SIV name decryption");
-        else if (ok && rc == 0)
-            ok = entry_error(s, r, ": the name failed authentication (tampered)" UNREACHABLE, st);
+        else if (ok && rc == 0) {
+            ok = 0;
+            failed_auth = 1; /* the message below, with the primary key back */
+        }
         else if (ok)
             out->len = nl - PREFIX_LEN - 16;
     }
     if (other && !s->codec.bk_names && !pcb_siv_set_key(&s->siv, s->siv_key, SIV_KEY_LEN)
-        && ok) /* the primary back */
+        && (ok || failed_auth)) { /* the primary back */
         ok = pcb_fail_openssl(st, "AES-SIV key setup");
+        failed_auth = 0;
+    }
     free(decoded);
+    if (auth_failed != NULL)
+        *auth_failed = failed_auth;
+    size_t tried = 0;
+    if (failed_auth && probe && no_name_opens(s, &tried)) /* issue 17: renamed, or a link */
+        pcb_fail(st, PCB_E_DECRYPT, "%s: no entry's name opens under the store name '%s' (%zu "
+                 "tried): the file was probably written under another store name (was it "
+                 "renamed or reached through a link?); nothing is tampered-checked: open it through "
+                 "a path with its original base name (an editor's remove_unreadable() would drop "
+                 "every entry)", s->path, s->store_name, tried);
+    else if (failed_auth)
+        entry_error(s, r, ": the name failed authentication (tampered)" UNREACHABLE, st);
     return ok;
+}
+
+int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_status *st)
+{
+    return plain_name(s, r, out, st, 1, NULL);
+}
+
+/* After a name failed authentication: 1 if none of the first 64 names
+ * sealed by this store's key keyset opens under this store name (*tried of
+ * them), as when the file was written under another name; 0 if one opens
+ * (then the failure is that entry's own). */
+static int no_name_opens(pcb_store *s, size_t *tried)
+{
+    const rec_header *r;
+    pcb_buf tmp;
+    int opened = 0;
+    *tried = 0;
+    pcb_buf_init(&tmp);
+    PCB_MAP_FOREACH(&s->map, r) {
+        pcb_status ignored = {0};
+        int auth_failed = 0;
+        if (plain_name(s, r, &tmp, &ignored, 0, &auth_failed)) {
+            opened = 1;
+            break;
+        }
+        if (auth_failed && ++*tried == 64)
+            break; /* others may open, but the first 64 tell */
+    }
+    pcb_buf_free(&tmp);
+    return !opened && *tried > 0;
 }
 
 /* ------------------------------------------------------------- values */
