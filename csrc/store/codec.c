@@ -244,7 +244,7 @@ static int decode_text(const uint8_t *text, size_t len, uint8_t **out, size_t *o
     return 0;
 }
 
-static int no_name_opens(pcb_store *s, size_t *tried);
+static size_t no_name_opens(pcb_store *s);
 
 /* The plain name of record r; *auth_failed (may be NULL) set when its
  * AES-SIV did not authenticate. probe: the message for such a failure
@@ -311,14 +311,20 @@ static int plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_statu
     free(decoded);
     if (auth_failed != NULL)
         *auth_failed = failed_auth;
-    size_t tried = 0;
-    if (failed_auth && probe && no_name_opens(s, &tried)) /* issue 17: renamed, or a link */
+    size_t none_of = failed_auth && probe ? no_name_opens(s) : 0; /* issue 17: renamed, a link */
+    if (none_of >= 2)
         pcb_fail(st, PCB_E_DECRYPT, "%s: no entry's name opens under the store name '%s' (%zu "
                  "tried): the file was probably written under another store name (was it "
-                 "renamed or reached through a link?); nothing is tampered-checked: open it through "
-                 "a path with its original base name (an editor's remove_unreadable() would drop "
-                 "every entry)", s->path, s->store_name, tried);
-    else if (failed_auth)
+                 "renamed or reached through a link?); nothing is tampered-checked: open it by its "
+                 "original base name (remove_unreadable() would drop every entry)", s->path,
+                 s->store_name, none_of);
+    else if (none_of == 1) { /* the only name: tampered, or another store name */
+        char what[320];
+        snprintf(what, sizeof what, ": the name failed authentication (tampered, or the file was "
+                 "written under another store name than '%s': was it renamed or reached through "
+                 "a link?)" UNREACHABLE, s->store_name);
+        entry_error(s, r, what, st);
+    } else if (failed_auth)
         entry_error(s, r, ": the name failed authentication (tampered)" UNREACHABLE, st);
     return ok;
 }
@@ -328,29 +334,28 @@ int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_st
     return plain_name(s, r, out, st, 1, NULL);
 }
 
-/* After a name failed authentication: 1 if none of the first 64 names
- * sealed by this store's key keyset opens under this store name (*tried of
- * them), as when the file was written under another name; 0 if one opens
- * (then the failure is that entry's own). */
-static int no_name_opens(pcb_store *s, size_t *tried)
+/* After a name failed authentication: how many names sealed by this
+ * store's key keyset failed too, of the first 64 tried, when none of them
+ * opens under this store name (as when the file was written under another
+ * name); 0 if one opens (the failure is then that entry's own). */
+static size_t no_name_opens(pcb_store *s)
 {
     const rec_header *r;
     pcb_buf tmp;
-    int opened = 0;
-    *tried = 0;
+    size_t tried = 0;
     pcb_buf_init(&tmp);
     PCB_MAP_FOREACH(&s->map, r) {
         pcb_status ignored = {0};
         int auth_failed = 0;
         if (plain_name(s, r, &tmp, &ignored, 0, &auth_failed)) {
-            opened = 1;
+            tried = 0;
             break;
         }
-        if (auth_failed && ++*tried == 64)
+        if (auth_failed && ++tried == 64)
             break; /* others may open, but the first 64 tell */
     }
     pcb_buf_free(&tmp);
-    return !opened && *tried > 0;
+    return tried;
 }
 
 /* ------------------------------------------------------------- values */
