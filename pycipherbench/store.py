@@ -224,13 +224,23 @@ class Store:
     # -- facts
     @property
     def path(self) -> str:
+        """The path as given to open (str). The store does not use it again: see ``file``."""
         return self._store.path
 
     @property
+    def file(self) -> str:
+        """The file the store reads and writes, fixed at open: absolute, in its canonical
+        directory, with final symbolic links followed (a link is kept by every write). A
+        later ``os.chdir()`` or a relinked path changes nothing; the lock file is
+        ``file + "-lock"`` and a passphrase store's parameters ``file + ".scrypt"``."""
+        return self._store.file
+
+    @property
     def name(self) -> str:
-        """The store's name: the file's base name without .xml (the SIV associated data)."""
-        base = os.path.basename(self.path)
-        return base[:-4] if base.endswith(".xml") else base
+        """The store's name (the names' AES-SIV associated data, ESP's prefs file name):
+        the base name of ``file`` without .xml, so a store reached through a link is named
+        after the file the link points to."""
+        return self._store.name
 
     @property
     def closed(self) -> bool:

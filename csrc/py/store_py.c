@@ -25,7 +25,8 @@
 typedef struct {
     PyObject_HEAD
     pcb_store *store; /* NULL once closed */
-    PyObject *path;
+    PyObject *path;   /* as given to open (str) */
+    PyObject *name, *file; /* the store name and absolute file fixed at open */
     int users;        /* calls in flight without the GIL */
     int closing;
     PyObject *weakrefs;
@@ -250,7 +251,9 @@ static PyObject *store_wrap(PyTypeObject *type, pcb_store *store, PyObject *path
     }
     so->store = store;
     so->path = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(path));
-    if (so->path == NULL) {
+    so->name = PyUnicode_DecodeFSDefault(pcb_store_name(store));
+    so->file = PyUnicode_DecodeFSDefault(pcb_store_file(store));
+    if (so->path == NULL || so->name == NULL || so->file == NULL) {
         Py_DECREF(so);
         return NULL;
     }
@@ -322,6 +325,8 @@ static void Store_dealloc(StoreObject *so)
         PyErr_Restore(exc_type, exc, tb);
     }
     Py_XDECREF(so->path);
+    Py_XDECREF(so->name);
+    Py_XDECREF(so->file);
     tp->tp_free(so);
     Py_DECREF(tp);
 }
@@ -611,6 +616,16 @@ static PyObject *Store_path(StoreObject *so, void *Py_UNUSED(closure))
     return Py_NewRef(so->path);
 }
 
+static PyObject *Store_name(StoreObject *so, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(so->name);
+}
+
+static PyObject *Store_file(StoreObject *so, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(so->file);
+}
+
 static PyMethodDef Store_methods[] = {
     {"get_typed", (PyCFunction)Store_get_typed, METH_O,
      "get_typed(name) -> tuple[int, object] | None\n\nThe entry's (type id, value), or None."},
@@ -634,7 +649,9 @@ static PyGetSetDef Store_getset[] = {
     {"heap_bytes", (getter)Store_heap_bytes, NULL, "Bytes of heap the store holds.", NULL},
     {"disk_bytes", (getter)Store_disk_bytes, NULL, "Size of the store's file.", NULL},
     {"closed", (getter)Store_closed, NULL, "True once closed.", NULL},
-    {"path", (getter)Store_path, NULL, "The store file's path.", NULL},
+    {"path", (getter)Store_path, NULL, "The store file's path, as given to open.", NULL},
+    {"name", (getter)Store_name, NULL, "The store name (the names' associated data).", NULL},
+    {"file", (getter)Store_file, NULL, "The absolute path of the file, fixed at open.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -244,7 +244,13 @@ static int decode_text(const uint8_t *text, size_t len, uint8_t **out, size_t *o
     return 0;
 }
 
-int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_status *st)
+static size_t no_name_opens(pcb_store *s);
+
+/* The plain name of record r; *auth_failed (may be NULL) set when its
+ * AES-SIV did not authenticate. probe: the message for such a failure
+ * checks whether any other name opens (no_name_opens). */
+static int plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_status *st,
+                      int probe, int *auth_failed)
 {
     const uint8_t *n = rec_name(r);
     size_t nl = r->name_len & LEN_MASK;
@@ -265,7 +271,7 @@ int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_st
     } else if (r->name_len & NAME_TEXT_BIT) {
         return entry_error(s, r, ": the name is not valid Base64 (corrupted)" UNREACHABLE, st);
     }
-    int ok = 1, rc = 0, tried = 0, other_tried = 0;
+    int ok = 1, rc = 0, tried = 0, other_tried = 0, failed_auth = 0;
     char *p = NULL;
     size_t pos = 0, skip = 0;
     const pcb_tink_keyset *ks = &s->keyset[PCB_KS_KEY];
@@ -296,16 +302,66 @@ int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_st
         if (ok && rc == 1)
             out->len = nl - skip - 16;
     }
-    if (ok && !tried)
+    if (ok && !tried) {
         ok = entry_error(s, r, ": the name is not sealed by this store's key keyset (wrong "
                          "prefix, key id or length)" UNREACHABLE, st);
-    else if (ok && rc == 0)
-        ok = entry_error(s, r, ": the name failed authentication (tampered)" UNREACHABLE, st);
+    } else if (ok && rc == 0) {
+        ok = 0;
+        failed_auth = 1; /* the message below, with the primary key back */
+    }
     if (other_tried && !s->codec.bk_names && !pcb_siv_set_key(&s->siv, s->siv_key, SIV_KEY_LEN)
-        && ok) /* the primary back */
+        && (ok || failed_auth)) { /* the primary back */
         ok = pcb_fail_openssl(st, "AES-SIV key setup");
+        failed_auth = 0;
+    }
     free(decoded);
+    if (auth_failed != NULL)
+        *auth_failed = failed_auth;
+    size_t none_of = failed_auth && probe ? no_name_opens(s) : 0; /* issue 17: renamed, a link */
+    if (none_of >= 2)
+        pcb_fail(st, PCB_E_DECRYPT, "%s: no entry's name opens under the store name '%s' (%zu "
+                 "tried): the file was probably written under another store name (was it "
+                 "renamed or reached through a link?); nothing is tampered-checked: open it by its "
+                 "original base name (remove_unreadable() would drop every entry)", s->path,
+                 s->store_name, none_of);
+    else if (none_of == 1) { /* the only name: tampered, or another store name */
+        char what[320];
+        snprintf(what, sizeof what, ": the name failed authentication (tampered, or the file was "
+                 "written under another store name than '%s': was it renamed or reached through "
+                 "a link?)" UNREACHABLE, s->store_name);
+        entry_error(s, r, what, st);
+    } else if (failed_auth)
+        entry_error(s, r, ": the name failed authentication (tampered)" UNREACHABLE, st);
     return ok;
+}
+
+int pcb_codec_plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_status *st)
+{
+    return plain_name(s, r, out, st, 1, NULL);
+}
+
+/* After a name failed authentication: how many names sealed by this
+ * store's key keyset failed too, of the first 64 tried, when none of them
+ * opens under this store name (as when the file was written under another
+ * name); 0 if one opens (the failure is then that entry's own). */
+static size_t no_name_opens(pcb_store *s)
+{
+    const rec_header *r;
+    pcb_buf tmp;
+    size_t tried = 0;
+    pcb_buf_init(&tmp);
+    PCB_MAP_FOREACH(&s->map, r) {
+        pcb_status ignored = {0};
+        int auth_failed = 0;
+        if (plain_name(s, r, &tmp, &ignored, 0, &auth_failed)) {
+            tried = 0;
+            break;
+        }
+        if (auth_failed && ++tried == 64)
+            break; /* others may open, but the first 64 tell */
+    }
+    pcb_buf_free(&tmp);
+    return tried;
 }
 
 /* ------------------------------------------------------------- values */

@@ -20,6 +20,49 @@
 
 #include "common/mem.h"
 
+/* Portability: flags some systems lack. Without O_CLOEXEC the descriptor is
+ * marked close-on-exec right after the open (a window a concurrent exec may
+ * hit); without O_DIRECTORY the directory is checked with fstat. */
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0
+#define PCB_SET_CLOEXEC(fd) ((fd) >= 0 ? (void)fcntl((fd), F_SETFD, FD_CLOEXEC) : (void)0)
+#else
+#define PCB_SET_CLOEXEC(fd) ((void)0)
+#endif
+#ifndef O_DIRECTORY
+#define O_DIRECTORY 0
+#endif
+#ifndef O_NOFOLLOW
+#define O_NOFOLLOW 0
+#endif
+#ifndef O_NOCTTY
+#define O_NOCTTY 0
+#endif
+
+/* open(2) with close-on-exec, retried on EINTR. */
+static int open_cloexec(const char *path, int flags, mode_t mode)
+{
+    int fd;
+    do
+        fd = open(path, flags | O_CLOEXEC, mode);
+    while (fd < 0 && errno == EINTR);
+    PCB_SET_CLOEXEC(fd);
+    return fd;
+}
+
+/* A directory opened for reading (fsync, readdir): -1 with errno set. */
+static int open_dir(const char *dir)
+{
+    int fd = open_cloexec(dir, O_RDONLY | O_DIRECTORY, 0);
+    struct stat sb;
+    if (fd >= 0 && O_DIRECTORY == 0 && (fstat(fd, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+        close(fd);
+        errno = ENOTDIR;
+        return -1;
+    }
+    return fd;
+}
+
 /* Frees what read_whole_file read, wiping it first if it may hold secrets. */
 void pcb_file_bytes_free(pcb_file_bytes *f, int wipe)
 {
@@ -41,7 +84,7 @@ static int read_whole(const char *path, size_t max_len, const char *what, int te
     *missing = 0;
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is then
      * refused as not a regular file (the flag means nothing for those). */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int fd = open_cloexec(path, O_RDONLY | O_NONBLOCK, 0);
     if (fd < 0) {
         if (errno == ENOENT) {
             *missing = 1;
@@ -140,7 +183,7 @@ int pcb_read_private_file(const char *path, size_t len, const char *what, uint8_
                           int *missing, pcb_status *st)
 {
     *missing = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY);
+    int fd = open_cloexec(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY, 0);
     if (fd < 0) {
         if (errno == ENOENT) {
             *missing = 1;
@@ -207,7 +250,7 @@ static int write_all(int fd, const char *p, size_t n)
 
 int pcb_fsync_dir(const char *dir)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = open_dir(dir);
     if (fd < 0)
         return 0;
     int ok = fsync(fd) == 0 || errno == EINVAL; /* some filesystems refuse directory fsync */
@@ -236,7 +279,7 @@ static int write_tmp(const char *path, const char *data, size_t len, mode_t mode
     if (RAND_bytes((unsigned char *)&r, sizeof r) != 1)
         return pcb_fail_openssl(st, "drawing a temporary file name");
     tmp_name_of(path, tmp, tmp_cap, (unsigned)getpid(), r);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    int fd = open_cloexec(tmp, O_WRONLY | O_CREAT | O_EXCL, mode);
     if (fd < 0)
         return pcb_fail_os(st, "cannot write %s (creating a temporary file beside it)", path);
     int ok = 1;
@@ -385,6 +428,31 @@ static char *canonical_path(const char *path)
     return out;
 }
 
+char *pcb_fixed_path(const char *path, const char *what, pcb_status *st)
+{
+    char *target = resolve_links(path, st), *out = NULL;
+    if (target == NULL)
+        return NULL;
+    const char *slash = strrchr(target, '/');
+    const char *base = slash ? slash + 1 : target;
+    char *dir = pcb_dir_of(target), *real = dir ? realpath(dir, NULL) : NULL;
+    struct stat sb;
+    if (dir == NULL) {
+        pcb_oom(st);
+    } else if (real == NULL || stat(real, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        if (real != NULL)
+            errno = ENOTDIR;
+        pcb_fail_os(st, "the %s's directory %s is not usable", what, dir);
+    } else if (asprintf(&out, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", base) < 0) {
+        out = NULL;
+        pcb_oom(st);
+    }
+    free(real);
+    free(dir);
+    free(target);
+    return out;
+}
+
 int pcb_same_file(const char *a, const char *b)
 {
     struct stat sa, sb;
@@ -427,9 +495,13 @@ void pcb_remove_stale_tmp(const char *path, const char *dir)
     char prefix[NAME_MAX + 4];
     snprintf(prefix, sizeof prefix, ".%s.", base);
     size_t pl = strlen(prefix);
-    DIR *d = opendir(dir);
-    if (d == NULL)
+    int dfd = open_dir(dir); /* not opendir: its descriptor need not be close-on-exec */
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (d == NULL) {
+        if (dfd >= 0)
+            close(dfd);
         return;
+    }
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         size_t n = strlen(e->d_name);

@@ -14,7 +14,9 @@
  * owner), exclusive creation (the temp file linked into place, which fails
  * if another process was first), whether a file name leaves room for its
  * temporary file, whether two paths name one file, and the clean-up of
- * temporary files whose writer died (never a live pid's). Knows paths and
+ * temporary files whose writer died (never a live pid's); a store's path
+ * fixed at open (absolute, its final links followed). Every descriptor it
+ * opens is close-on-exec. Knows paths and
  * bytes, not stores or crypto. Sizes are bytes. Thread-safe (no state); concurrent
  * writers of one path are serialized by the store, not here.
  */
@@ -68,6 +70,14 @@ int pcb_same_file(const char *a, const char *b);
 /* Removes temporary files of path left in dir by writers that died (their
  * pid has no process); the store calls it only under its file lock. */
 void pcb_remove_stale_tmp(const char *path, const char *dir);
+/* The file a write to path lands in, fixed now as an absolute name: path's
+ * chain of final symbolic links followed (a dangling link gives the missing
+ * file it names), then that file's directory made canonical (realpath: no
+ * ".", "..", or linked directories), its base name kept. Later uses of the
+ * result do not depend on the working directory or on links swapped after
+ * this call. malloc'd, or NULL with st set: OSError "the <what>'s directory
+ * ... is not usable" when the directory does not resolve to one. */
+char *pcb_fixed_path(const char *path, const char *what, pcb_status *st);
 /* The directory part of path ("." for a bare name); malloc'd, NULL on failure. */
 char *pcb_dir_of(const char *path);
 

@@ -13,21 +13,21 @@
 #include "store/fileio.h"
 #include "store/internal.h"
 
-/* "<path>-lock", beside the file the path resolves to: writers that reach
- * one store through different names (a symlink to it) share one lock. */
+/* "<file>-lock" beside the store's file. s->path was fixed at open
+ * (store.c: absolute, final links followed, canonical directory), so
+ * writers that reach one file through different names (a symlink, a
+ * relative path, another working directory) share one lock, and a chdir()
+ * after open changes nothing. */
 static const char *lock_path(pcb_store *s)
 {
     pcb_share *sh = &s->share;
     if (sh->lock_path == NULL) {
-        char *real = realpath(s->path, NULL);
-        const char *p = real ? real : s->path;
-        size_t n = strlen(p);
+        size_t n = strlen(s->path);
         sh->lock_path = malloc(n + sizeof PCB_LOCK_SUFFIX);
         if (sh->lock_path != NULL) {
-            memcpy(sh->lock_path, p, n);
+            memcpy(sh->lock_path, s->path, n);
             memcpy(sh->lock_path + n, PCB_LOCK_SUFFIX, sizeof PCB_LOCK_SUFFIX);
         }
-        free(real);
     }
     return sh->lock_path;
 }
@@ -215,8 +215,8 @@ void pcb_share_written(pcb_store *s, uint64_t gen)
 
 void pcb_share_after_fork_child(pcb_share *sh)
 {
-    if (sh->lock_held)
-        close(sh->lock_fd);
+    /* The descriptor itself (held, or being acquired by a parent's thread
+     * that does not exist here) was closed by pcb_lock_after_fork_child. */
     sh->lock_held = 0;
     sh->lock_fd = -1;
 }

@@ -85,10 +85,12 @@ void pcb_share_unlock(pcb_store *s);
  * held): the counter bumped, the identity recorded, changes up to gen
  * forgotten. */
 void pcb_share_written(pcb_store *s, uint64_t gen);
-/* In a forked child (its atfork hook): forgets a file lock a parent's
- * thread held at fork. The child closes its copy of the descriptor, which
- * leaves the parent's lock in place (an OFD lock lives until its last
- * descriptor closes); the child then takes its own lock when it writes. */
+/* In a forked child (its atfork hook), after lock.c's own child handler
+ * closed the child's copies of every lock descriptor (held, or opened by a
+ * parent's thread still waiting for the lock): forgets the file lock. The
+ * parent's lock stays the parent's and is released by its close (an OFD or
+ * flock lock lives until the last descriptor of its description closes);
+ * the child takes its own lock when it writes. */
 void pcb_share_after_fork_child(pcb_share *sh);
 /* Frees what the store's share holds (the lock is released). */
 void pcb_share_free(pcb_share *sh);

@@ -61,6 +61,7 @@ static void fork_child(void)
         s->writer_started = 0;
         s->writer_stop = 0;
         s->writing = 0;
+        s->lock_owned = s->io_owned = 0; /* the debug record of who held them (internal.h) */
         pcb_share_after_fork_child(&s->share); /* a parent's file lock stays the parent's */
     }
     for (pcb_edit *e = edit_registry; e != NULL; e = e->fork_next)
@@ -216,17 +217,26 @@ static pcb_store *store_new(const char *path, const pcb_store_options *opt,
     s->master_cipher = cache->cipher[PCB_EVP_AES256_GCM];
     s->value_cipher = opt->value_enc == PCB_VALENC_CHACHA ? cache->cipher[PCB_EVP_CHACHA20_POLY1305]
                                                           : cache->cipher[PCB_EVP_AES256_GCM];
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    size_t bl = strlen(base), pl = strlen(path);
+    /* Paths and names fixed here (issue 17): the file the path reaches
+     * (final symbolic links followed), in its canonical directory, as an
+     * absolute name; so a later chdir() or a swapped link changes nothing,
+     * and the store name (the names' associated data) is the file's own
+     * base name, whatever link it was reached through. */
+    char *fixed = pcb_fixed_path(path, "store", st);
+    if (fixed == NULL) {
+        store_free(s);
+        return NULL;
+    }
+    s->path = fixed;
+    const char *base = strrchr(fixed, '/') + 1; /* absolute: it has a slash */
+    size_t bl = strlen(base), pl = strlen(fixed);
     if (bl > 4 && strcmp(base + bl - 4, ".xml") == 0)
         bl -= 4;
-    s->path = strdup(path);
-    s->dir = pcb_dir_of(path);
+    s->dir = pcb_dir_of(fixed);
     s->store_name = strndup(base, bl);
     s->store_name_len = bl;
     s->scrypt_path = malloc(pl + 8);
-    if (!pcb_store_own_options(&s->opt, opt) || s->path == NULL || s->dir == NULL
+    if (!pcb_store_own_options(&s->opt, opt) || s->dir == NULL
         || s->store_name == NULL || s->scrypt_path == NULL
         || !pcb_map_init(&s->map, 16, s->codec.plaintext_in_map)
         || (opt->cache && !pcb_map_init(&s->plain_cache, 16, 1))) {
@@ -234,7 +244,7 @@ static pcb_store *store_new(const char *path, const pcb_store_options *opt,
         pcb_oom(st);
         return NULL;
     }
-    memcpy(s->scrypt_path, path, pl);
+    memcpy(s->scrypt_path, fixed, pl);
     memcpy(s->scrypt_path + pl, ".scrypt", 8);
     if (!pcb_codec_bk_check(&s->opt, cache, st)) {
         store_free(s);
@@ -276,18 +286,8 @@ pcb_store *pcb_store_open(const char *path, const pcb_store_options *opt,
     pcb_store *s = store_new(path, opt, cache, st);
     if (s == NULL)
         return NULL;
-    /* Fail here, not at the first commit, and before any key file is made. */
-    struct stat dir_sb;
-    int dir_ok = stat(s->dir, &dir_sb) == 0;
-    if (dir_ok && !S_ISDIR(dir_sb.st_mode)) {
-        errno = ENOTDIR;
-        dir_ok = 0;
-    }
-    if (!dir_ok) {
-        pcb_fail_os(st, "the store's directory %s is not usable", s->dir);
-        store_free(s);
-        return NULL;
-    }
+    /* The directory was checked as the path was fixed (store_new): failing
+     * here, not at the first commit, and before any key file is made. */
     if (!pcb_check_name_fits(s->path, "store file", st)) { /* else it would never commit */
         store_free(s);
         return NULL;
@@ -499,6 +499,10 @@ size_t pcb_store_heap_bytes(pcb_store *s)
     pcb_store_unlock(s);
     return n;
 }
+
+const char *pcb_store_name(const pcb_store *s) { return s->store_name; }
+
+const char *pcb_store_file(const pcb_store *s) { return s->path; }
 
 uint64_t pcb_store_disk_bytes(pcb_store *s)
 {

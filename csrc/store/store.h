@@ -66,7 +66,13 @@ typedef struct pcb_store pcb_store;
 typedef struct pcb_edit pcb_edit;
 
 /* Opens (creating if absent) the store at path. *created_key (may be NULL)
- * is set when this open generated the master key and keysets. */
+ * is set when this open generated the master key and keysets. The store's
+ * paths are fixed here: the file path reaches (its final symbolic links
+ * followed; a link itself is kept by every write), named absolutely in its
+ * canonical directory, with its lock file "<file>-lock" and scrypt file
+ * "<file>.scrypt" beside it; a later chdir() or a swapped link changes
+ * nothing. The store name (the names' associated data, ESP's prefs file
+ * name) is that file's base name without ".xml". */
 pcb_store *pcb_store_open(const char *path, const pcb_store_options *opt,
                           const pcb_evp_cache *cache, int *created_key, pcb_status *st);
 /* Waits for pending writes, wipes keys and frees. Returns 1, or 0 if a
@@ -120,6 +126,11 @@ int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status 
  * keyset, nothing re-encrypted; later puts use it, older entries still open
  * under their keys. The keysets are written at once. */
 int pcb_store_rotate_lazy(pcb_store *s, pcb_status *st);
+
+/* The store name and the absolute file path fixed at open (pcb_store_open);
+ * owned by the store, constant while it is open. */
+const char *pcb_store_name(const pcb_store *s);
+const char *pcb_store_file(const pcb_store *s);
 
 /* Heap bytes the store holds (its own allocations) and the file's size. */
 size_t pcb_store_heap_bytes(pcb_store *s);
