@@ -6,7 +6,8 @@
  * and the TEA implementation chosen at import; the constants; the store
  * options' table read from pycipherbench._options; the store's types; the
  * functions of cipher_py.c and store_bench_py.c), what the interpreter is
- * told about the module (its slots), traverse/clear/free, and PyInit__core, the one exported symbol.
+ * told about the module (its slots), traverse/clear/free, and PyInit__core,
+ * the one exported symbol.
  */
 #include "py/pyutil.h"
 
