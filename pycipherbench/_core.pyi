@@ -6,6 +6,10 @@ from typing import Any, final
 
 from typing_extensions import Buffer
 
+# The store options' types (pycipherbench._options declares every option once; the
+# signatures below are checked against it by tests/test_options.py).
+from pycipherbench._options import KeyEncryption, Layout, ValueEncryption, ValueType
+
 OPENSSL_VERSION: str
 OPENSSL_BUILD_VERSION: str
 COMPILER: str
@@ -97,10 +101,10 @@ class Store:
         master_key_file: str | PathLike[str] | None = None,
         passphrase: str | bytes | None = None,
         encrypted: bool = True,
-        key_encryption: str = "siv",
-        value_encryption: str = "gcm",
+        key_encryption: KeyEncryption = "siv",
+        value_encryption: ValueEncryption = "gcm",
         cache: bool = False,
-        layout: str = "entries",
+        layout: Layout = "entries",
         faithful: bool = False,
         scrypt_n: int = 0,
         lock_timeout: float = 10.0,
@@ -149,6 +153,7 @@ class Editor:
     def commit(self) -> bool: ...
     def apply(self) -> None: ...
 
+def _store_options(table: Sequence[Any] | None = None, /) -> dict[str, tuple[tuple[str, Any, str], ...]]: ...
 def store_inspect(path: str | PathLike[str], /) -> dict[str, Any]: ...
 
 def check_store_bench(
@@ -158,13 +163,13 @@ def check_store_bench(
     n_keys: int = 1000,
     key_len: int = 32,
     value_len: int = 32,
-    value_type: str = "string",
+    value_type: ValueType = "string",
     batch: int = 1,
     encrypted: bool = True,
-    key_encryption: str = "siv",
-    value_encryption: str = "gcm",
+    key_encryption: KeyEncryption = "siv",
+    value_encryption: ValueEncryption = "gcm",
     cache: bool = False,
-    layout: str = "entries",
+    layout: Layout = "entries",
     faithful: bool = False,
     passphrase: bool = False,
     crypto_backend: str = "openssl",
@@ -180,13 +185,13 @@ class StoreKernel:
         n_keys: int = 1000,
         key_len: int = 32,
         value_len: int = 32,
-        value_type: str = "string",
+        value_type: ValueType = "string",
         batch: int = 1,
         encrypted: bool = True,
-        key_encryption: str = "siv",
-        value_encryption: str = "gcm",
+        key_encryption: KeyEncryption = "siv",
+        value_encryption: ValueEncryption = "gcm",
         cache: bool = False,
-        layout: str = "entries",
+        layout: Layout = "entries",
         faithful: bool = False,
         passphrase: bool = False,
         crypto_backend: str = "openssl",

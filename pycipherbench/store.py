@@ -24,11 +24,11 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, ClassVar, Literal, TypedDict, TypeVar, cast
+from typing import Any, ClassVar, TypedDict, TypeVar, cast
 
 import numpy as np
 
-from . import _core
+from . import _core, _options
 from ._core import ReservedNameError, StoreFormatError
 from ._format import format_ns
 from ._record import Record, TableColumn
@@ -52,10 +52,11 @@ __all__ = [
 # ESP's type ids (EncryptedSharedPreferences.EncryptedType).
 STRING, STRING_SET, INT, LONG, FLOAT, BOOLEAN = range(6)
 
-KeyEncryption = Literal["siv", "none"]
-ValueEncryption = Literal["gcm", "chacha20-poly1305", "none"]
-Layout = Literal["entries", "file"]
-PathLike = str | os.PathLike[str]
+# The options' types: pycipherbench._options declares every store option once (name,
+# type, default, doc, calls); the signatures below spell them out for mypy and IDEs,
+# and tests/test_options.py checks that they say what the table says.
+from ._options import KeyEncryption, Layout, PathLike, ValueEncryption, ValueType, Workload
+
 T = TypeVar("T")
 
 
@@ -390,6 +391,7 @@ def inspect(path: PathLike) -> StoreInfo:
                      names_overflow=raw["names_overflow"], values_overflow=raw["values_overflow"])
 
 
+@_options.keywords("open")
 def open(  # noqa: A001 - the module's verb, as in io.open
     path: PathLike,
     *,
@@ -440,15 +442,11 @@ def open(  # noqa: A001 - the module's verb, as in io.open
             what the options need is a :class:`ValueError` naming those that
             have it.
     """
-    for flag, value in (("encrypted", encrypted), ("cache", cache), ("faithful", faithful)):
-        if not isinstance(value, bool):
-            raise TypeError(f"{flag} must be a bool, not {type(value).__name__}")
-    options: dict[str, Any] = dict(encrypted=encrypted, key_encryption=key_encryption,
-                   value_encryption=value_encryption, cache=cache, layout=layout,
-                   faithful=faithful, crypto_backend=crypto_backend)
-    store = _core.Store(path, master_key_file=master_key_file, passphrase=passphrase,
-                        scrypt_n=scrypt_n, lock_timeout=lock_timeout, **options)
-    return Store(store, options)
+    given = _options.values("open", locals())
+    _options.check_bools("open", given)
+    store = _core.Store(path, **given)
+    # what the Store shows: the options a store workload takes too (no key material)
+    return Store(store, _options.values("open", given, kernel=True))
 
 
 class StoreParams(TypedDict):
@@ -567,11 +565,7 @@ class StoreMeasurement(Record):
         )
 
 
-Workload = Literal["put", "get", "get_missing", "contains", "all", "commit", "apply",
-                   "open_cold", "open_warm", "rotate", "rotate_lazy"]
-ValueType = Literal["string", "string_set", "int", "long", "float", "bool"]
-
-
+@_options.keywords("bench", extra=("workers",))
 def plan_bench(
     workload: Workload,
     *,
@@ -598,16 +592,8 @@ def plan_bench(
 ) -> Plan:
     """A store workload point, checked, ready for :func:`~._rounds.run_plans` (what
     :func:`bench` and :func:`~pycipherbench.sweep` run)."""
-    params: dict[str, Any] = dict(
-        n_keys=n_keys, key_len=key_len, value_len=value_len, value_type=value_type, batch=batch,
-        encrypted=encrypted, key_encryption=key_encryption, value_encryption=value_encryption,
-        cache=cache, layout=layout, faithful=faithful, passphrase=passphrase,
-        crypto_backend=crypto_backend,
-    )
-    for flag, value in (("encrypted", encrypted), ("cache", cache), ("faithful", faithful),
-                        ("passphrase", passphrase), ("stages", stages), ("hw_aes", hw_aes)):
-        if not isinstance(value, bool):
-            raise TypeError(f"{flag} must be a bool, not {type(value).__name__}")
+    _options.check_bools("bench", _options.values("bench", locals()))
+    params = _options.values("bench", locals(), point=True, kernel=True)  # what C takes
     _core.check_store_bench(workload, **params)  # fail fast on bad input
     warm = -1.0 if warmup is None else warmup
     _core.check_timing(min_time, repeats, warm)
@@ -624,6 +610,7 @@ def plan_bench(
     return Plan(point, build)
 
 
+@_options.keywords("bench", extra=("progress",))
 def bench(
     workload: Workload,
     *,
@@ -681,11 +668,6 @@ def bench(
     Ctrl-C stops it within about ``min_time`` plus one store build.
     """
     with Workers() as workers:
-        p = plan_bench(workload, n_keys=n_keys, key_len=key_len, value_len=value_len,
-                       value_type=value_type, batch=batch, encrypted=encrypted,
-                       key_encryption=key_encryption, value_encryption=value_encryption,
-                       cache=cache, layout=layout, faithful=faithful, passphrase=passphrase,
-                       crypto_backend=crypto_backend, hw_aes=hw_aes, min_time=min_time, repeats=repeats, warmup=warmup,
-                       stages=stages, directory=directory, workers=workers)
+        p = plan_bench(workload, **_options.values("bench", locals()), workers=workers)
         m: StoreMeasurement = run_one(p, repeats, progress=progress, desc="store.bench")
     return m

@@ -17,10 +17,13 @@ become equal are merged into one:
   ``key_bits`` the transformation does not take (256 for TEA) is dropped,
   or, when another listed size fits (``key_bits=[128, 256]``), that
   combination is skipped: TEA is measured once, at 128.
-- store: with ``encrypted=False`` the encryption options (``key_encryption``,
+- store (each option's ``when``/``unless`` in ``pycipherbench/_options.py``): with
+  ``encrypted=False`` the encryption options (``key_encryption``,
   ``value_encryption``, ``layout``, ``cache``, ``faithful``, ``passphrase``,
-  ``hw_aes``) do not apply; ``key_encryption`` not with ``layout="file"``
-  (the whole map is sealed, names included); ``batch`` only for ``commit`` and
+  ``hw_aes``, ``crypto_backend``) do not apply; ``key_encryption`` and
+  ``crypto_backend`` not with ``layout="file"`` (the whole map is sealed, names
+  included, by OpenSSL), ``crypto_backend`` not with ``faithful=True`` (ESP's
+  per-call work is OpenSSL's); ``batch`` only for ``commit`` and
   ``apply``; ``value_len`` only for string and string-set values; ``open_cold``
   starts from an empty store, so ``n_keys``, ``key_len``, ``value_len`` and
   ``value_type`` do not apply to it.
@@ -45,7 +48,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import _core
+from . import _core, _options
 from ._machine import machine
 from ._measure import check_kernel, measure
 from ._measure import plan as plan_kernel
@@ -63,8 +66,6 @@ Target = Literal["cipher", "store"]
 
 # The required first argument of measure() / store.bench().
 SUBJECT = {"cipher": "transformation", "store": "workload"}
-_STORE_CRYPTO = ("key_encryption", "value_encryption", "layout", "cache", "faithful",
-                 "passphrase", "hw_aes", "crypto_backend")
 
 
 @functools.lru_cache(maxsize=None)
@@ -106,20 +107,8 @@ def applies(target: str, name: str, point: dict[str, Any]) -> bool:
             except (ValueError, TypeError):
                 return False
         return True
-    workload = get("workload")
-    if name in _STORE_CRYPTO and get("encrypted") is False:
-        return False
-    if name == "key_encryption" and get("layout") == "file":
-        return False
-    if name == "crypto_backend" and get("layout") == "file":  # the per-entry crypto only
-        return False
-    if name == "batch":
-        return workload in ("commit", "apply")
-    if name == "value_len" and get("value_type") not in ("string", "string_set"):
-        return False
-    if workload == "open_cold" and name in ("n_keys", "key_len", "value_len", "value_type"):
-        return False
-    return True
+    # the store: each option's when/unless conditions (pycipherbench._options)
+    return _options.applies(name, point)
 
 
 @functools.lru_cache(maxsize=1)
@@ -205,8 +194,11 @@ def _validate(target: str, point: dict[str, Any], options: dict[str, Any]) -> No
                        -1.0 if warmup is None else warmup)
     if target == "cipher":
         check_kernel(kwargs.pop("transformation"), **kwargs)
-    else:
-        _core.check_store_bench(kwargs.pop("workload"), **kwargs)
+    else:  # the point parameters the C kernel takes
+        c_params = _options.for_call("kernel")
+        _core.check_store_bench(kwargs.pop("workload"),
+                                **{k: v for k, v in kwargs.items()
+                                   if k in c_params and not c_params[k].run})
 
 
 def _plan(target: str, point: dict[str, Any], options: dict[str, Any], workers: Workers) -> Plan:

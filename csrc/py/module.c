@@ -3,10 +3,11 @@
  *
  * Owns: the module definition and its state's life: multi-phase init in
  * single-purpose exec slots (the exception types; the fetched-cipher cache
- * and the TEA implementation chosen at import; the constants; the store's
- * types; the functions of cipher_py.c and store_bench_py.c), what the
- * interpreter is told about the module (its slots), traverse/clear/free, and
- * PyInit__core, the one exported symbol.
+ * and the TEA implementation chosen at import; the constants; the store
+ * options' table read from pycipherbench._options; the store's types; the
+ * functions of cipher_py.c and store_bench_py.c), what the interpreter is
+ * told about the module (its slots), traverse/clear/free, and PyInit__core,
+ * the one exported symbol.
  */
 #include "py/pyutil.h"
 
@@ -165,6 +166,11 @@ static int exec_constants(PyObject *module)
     return 0;
 }
 
+static int exec_store_options(PyObject *module)
+{
+    return pcb_store_options_exec(module, pcb_module_state(module));
+}
+
 static int exec_store_types(PyObject *module)
 {
     return pcb_store_types_exec(module, pcb_module_state(module));
@@ -182,6 +188,7 @@ static int exec_functions(PyObject *module)
     if (PyModule_AddFunctions(module, pcb_cipher_functions) < 0
         || PyModule_AddFunctions(module, pcb_backend_functions) < 0
         || PyModule_AddFunctions(module, pcb_store_bench_functions) < 0
+        || PyModule_AddFunctions(module, pcb_store_options_functions) < 0
         || PyModule_AddFunctions(module, pcb_inspect_functions) < 0)
         return -1;
     return 0;
@@ -196,7 +203,7 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(ms->EditorType);
     Py_VISIT(ms->KernelType);
     Py_VISIT(ms->StoreKernelType);
-    return 0;
+    return pcb_store_options_traverse(ms, visit, arg);
 }
 
 static int core_clear(PyObject *module)
@@ -208,6 +215,7 @@ static int core_clear(PyObject *module)
     Py_CLEAR(ms->EditorType);
     Py_CLEAR(ms->KernelType);
     Py_CLEAR(ms->StoreKernelType);
+    pcb_store_options_clear(ms);
     return 0;
 }
 
@@ -225,6 +233,7 @@ static PyModuleDef_Slot core_slots[] = {
     {Py_mod_exec, exec_exceptions},
     {Py_mod_exec, exec_engine},
     {Py_mod_exec, exec_constants},
+    {Py_mod_exec, exec_store_options},
     {Py_mod_exec, exec_store_types},
     {Py_mod_exec, exec_kernel_types},
     {Py_mod_exec, exec_functions},

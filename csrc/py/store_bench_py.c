@@ -3,7 +3,9 @@
  * workload, and check_store_bench().
  *
  * Owns: the workload's arguments (into pcb_store_bench_params: workload and
- * value type by name, sizes, the store options shared with Store()), the
+ * value type by name, sizes, the store options shared with Store(); their
+ * names and defaults are pycipherbench._options', parsed by
+ * py/store_options_py), the
  * GIL-released building and closing of the instance (store/bench), its
  * stage breakdown and footprint. Sizes are bytes (key_len/value_len:
  * characters), times ns. One call at a time per object.
@@ -26,38 +28,28 @@ typedef struct {
     PyObject *dir; /* new reference: the directory, fs-encoded */
 } bench_args;
 
-/* The argument checks before the directory: 1, or 0 with an exception set. */
-static int bench_parse(PyObject *args, PyObject *kwargs, bench_args *a)
+/* The argument checks before the directory: 1, or 0 with an exception set.
+ * The names and defaults are pycipherbench._options' (py/store_options_py). */
+static int bench_parse(module_state *ms, const char *func, PyObject *args, PyObject *kwargs,
+                       bench_args *a)
 {
-    static char *kwlist[] = {"workload", "directory", "n_keys", "key_len", "value_len", "value_type",
-                             "batch", "encrypted", "key_encryption", "value_encryption", "cache",
-                             "layout", "faithful", "passphrase", "crypto_backend", NULL};
-    const char *keyenc = "siv", *valenc = "gcm", *layout = "entries", *backend = "openssl";
-    PyObject *dir_obj = Py_None, *n_keys_obj = NULL, *key_len_obj = NULL, *value_len_obj = NULL,
-             *batch_obj = NULL;
-    int encrypted = 1, cache = 0, faithful = 0, passphrase = 0;
+    pcb_store_kwargs k;
     int wl, vt;
     pcb_store_bench_params *p = &a->p;
 
-    a->value_type = "string";
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$OOOOsOpsspspps:StoreKernel", kwlist,
-                                     &a->workload, &dir_obj, &n_keys_obj, &key_len_obj,
-                                     &value_len_obj, &a->value_type, &batch_obj, &encrypted,
-                                     &keyenc, &valenc, &cache, &layout, &faithful, &passphrase,
-                                     &backend))
+    if (!pcb_store_kwargs_parse(ms, PCB_STORE_CALL_KERNEL, func, args, kwargs, &k))
         return 0;
-    p->n_keys = 1000;
-    p->key_len = 32;
-    p->value_len = 32;
-    p->batch = 1;
+    a->workload = k.workload;
+    a->value_type = k.value_type;
     if (!pcb_name_arg("workload", a->workload, pcb_workload_names, &wl)
         || !pcb_name_arg("value_type", a->value_type, value_type_names, &vt)
-        || !pcb_store_options_arg(encrypted, keyenc, valenc, layout, cache, faithful, &p->opt)
-        || !pcb_crypto_backend_arg(backend, &p->opt)
-        || (n_keys_obj && !pcb_size_arg(n_keys_obj, "n_keys", 1, 10000000, &p->n_keys))
-        || (key_len_obj && !pcb_size_arg(key_len_obj, "key_len", 1, 1 << 20, &p->key_len))
-        || (value_len_obj && !pcb_size_arg(value_len_obj, "value_len", 0, 1 << 24, &p->value_len))
-        || (batch_obj && !pcb_size_arg(batch_obj, "batch", 1, 1000000, &p->batch)))
+        || !pcb_store_options_arg(k.encrypted, k.key_encryption, k.value_encryption, k.layout,
+                                  k.cache, k.faithful, &p->opt)
+        || !pcb_crypto_backend_arg(k.crypto_backend, &p->opt)
+        || !pcb_size_arg(k.n_keys, "n_keys", 1, 10000000, &p->n_keys)
+        || !pcb_size_arg(k.key_len, "key_len", 1, 1 << 20, &p->key_len)
+        || !pcb_size_arg(k.value_len, "value_len", 0, 1 << 24, &p->value_len)
+        || !pcb_size_arg(k.batch, "batch", 1, 1000000, &p->batch))
         return 0;
     if (p->key_len < pcb_store_bench_min_key_len(p->n_keys)) {
         PyErr_Format(PyExc_ValueError, "key_len=%zu makes too few distinct names ([A-Za-z0-9]) for "
@@ -70,7 +62,7 @@ static int bench_parse(PyObject *args, PyObject *kwargs, bench_args *a)
                         "n_keys x (key_len + value_len) must stay under 4 GB of entries");
         return 0;
     }
-    if (!encrypted && (wl == PCB_WL_ROTATE || wl == PCB_WL_ROTATE_LAZY)) {
+    if (!k.encrypted && (wl == PCB_WL_ROTATE || wl == PCB_WL_ROTATE_LAZY)) {
         PyErr_SetString(PyExc_ValueError, "rotate needs an encrypted store");
         return 0;
     }
@@ -80,17 +72,17 @@ static int bench_parse(PyObject *args, PyObject *kwargs, bench_args *a)
                         "value_encryption other than 'none' (or layout='file')");
         return 0;
     }
-    if (!encrypted && passphrase) {
+    if (!k.encrypted && k.use_passphrase) {
         PyErr_SetString(PyExc_ValueError, "a plain store has no passphrase");
         return 0;
     }
     if (a->check_only)
         return 1;
-    if (dir_obj == Py_None) {
+    if (k.directory == Py_None) {
         PyErr_SetString(PyExc_TypeError, "StoreKernel needs directory= (an empty directory)");
         return 0;
     }
-    if (!PyUnicode_FSConverter(dir_obj, &a->dir))
+    if (!PyUnicode_FSConverter(k.directory, &a->dir))
         return 0;
     p->workload = (pcb_workload)wl;
     p->value_type = (pcb_pref_type)vt;
@@ -99,7 +91,7 @@ static int bench_parse(PyObject *args, PyObject *kwargs, bench_args *a)
     a->value_type = value_type_names[vt];
     p->dir = PyBytes_AS_STRING(a->dir);
     p->opt.scrypt_n = 1u << 14;
-    p->use_passphrase = passphrase;
+    p->use_passphrase = k.use_passphrase;
     return 1;
 }
 
@@ -143,7 +135,7 @@ static PyObject *StoreKernel_new(PyTypeObject *type, PyObject *args, PyObject *k
     if (k == NULL)
         return NULL;
     k->timed.closed = 1; /* until populated */
-    if (!bench_parse(args, kwargs, &k->a)) {
+    if (!bench_parse(ms, "StoreKernel", args, kwargs, &k->a)) {
         Py_DECREF(k);
         return NULL;
     }
@@ -330,7 +322,7 @@ static PyObject *core_check_store_bench(PyObject *module, PyObject *args, PyObje
     bench_args a;
     memset(&a, 0, sizeof a);
     a.check_only = 1;
-    if (!bench_parse(args, kwargs, &a))
+    if (!bench_parse(ms, "check_store_bench", args, kwargs, &a))
         return NULL;
     if (!pcb_store_check_backend(&a.p.opt, &ms->cache, &st)) { /* crypto_backend has it */
         pcb_raise_status(ms, &st);

@@ -3,9 +3,9 @@
  *
  * Owns: the Store and Editor heap types (their arguments, lifetimes,
  * closing, and keeping a store alive while another thread works on it
- * without the GIL), the store options both Store() and store_bench() take by
- * name. Values cross as ESP's plaintext serialization, converted to and
- * from Python by py/value_py. pycipherbench/store.py wraps these types with
+ * without the GIL); their options are py/store_options_py's. Values
+ * cross as ESP's plaintext serialization, converted to and from Python by
+ * py/value_py. pycipherbench/store.py wraps these types with
  * Android's getX(name, default) semantics.
  */
 #include "py/pyutil.h"
@@ -66,180 +66,6 @@ static void release(StoreObject *so)
     so->users--;
 }
 
-/* ------------------------------------------------------ options, Store() */
-
-static const char *const keyenc_names[] = {"none", "siv", NULL};             /* pcb_key_encryption */
-static const char *const valenc_names[] = {"none", "gcm", "chacha20-poly1305", NULL}; /* pcb_value_encryption */
-static const char *const layout_names[] = {"entries", "file", NULL};         /* pcb_layout */
-
-int pcb_store_options_arg(int encrypted, const char *key_encryption,
-                          const char *value_encryption, const char *layout, int cache,
-                          int faithful, pcb_store_options *opt)
-{
-    int ke, ve, lo;
-    if (!pcb_name_arg("key_encryption", key_encryption, keyenc_names, &ke)
-        || !pcb_name_arg("value_encryption", value_encryption, valenc_names, &ve)
-        || !pcb_name_arg("layout", layout, layout_names, &lo))
-        return 0;
-    memset(opt, 0, sizeof *opt);
-    opt->encrypted = encrypted;
-    opt->key_enc = (pcb_key_encryption)ke;
-    opt->value_enc = (pcb_value_encryption)ve;
-    opt->layout = (pcb_layout)lo;
-    opt->cache = cache;
-    opt->faithful = faithful;
-    return 1;
-}
-
-/* crypto_backend: a name of pcb_backends() (crypto/backend); whether it
- * has what the options need is the store's check at open. */
-int pcb_crypto_backend_arg(const char *name, pcb_store_options *opt)
-{
-    static const char *names[PCB_BK_COUNT + 1];
-    int b;
-    for (int i = 0; i < PCB_BK_COUNT; i++)
-        names[i] = pcb_backend_name((pcb_backend)i);
-    if (!pcb_name_arg("crypto_backend", name, names, &b))
-        return 0;
-    opt->crypto_backend = b;
-    return 1;
-}
-
-/* scrypt_n: 0 for the default, else a power of two in [2, PCB_SCRYPT_N_MAX]. */
-static int scrypt_arg(PyObject *obj, uint64_t *out)
-{
-    long long v;
-    int overflow, r;
-    *out = 0;
-    if (obj == NULL)
-        return 1;
-    if ((r = pcb_exact_int(obj, &v, &overflow)) == 0)
-        PyErr_Format(PyExc_TypeError, "scrypt_n must be an int (0 for the default), not %.100s",
-                     Py_TYPE(obj)->tp_name);
-    if (r <= 0)
-        return 0;
-    if (!overflow && v == 0)
-        return 1;
-    if (overflow || v < 2 || (uint64_t)v > PCB_SCRYPT_N_MAX || (v & (v - 1))) {
-        PyErr_Format(PyExc_ValueError, "scrypt_n must be a power of two from 2 to 2**20 (1 GiB of "
-                     "memory), got %S", obj);
-        return 0;
-    }
-    *out = (uint64_t)v;
-    return 1;
-}
-
-/* path-like -> bytes (filesystem encoding); None gives NULL. */
-static int fspath(PyObject *obj, PyObject **out)
-{
-    *out = NULL;
-    if (obj == Py_None)
-        return 1;
-    return PyUnicode_FSConverter(obj, out) != 0;
-}
-
-/* master_key_file=: None (*out NULL) or a non-empty path-like, as a new
- * reference to its filesystem-encoded bytes. */
-static int key_file_arg(PyObject *obj, PyObject **out)
-{
-    if (!fspath(obj, out))
-        return 0;
-    if (*out != NULL && PyBytes_GET_SIZE(*out) == 0) {
-        Py_CLEAR(*out);
-        PyErr_SetString(PyExc_ValueError, "master_key_file must name a file, not be empty");
-        return 0;
-    }
-    return 1;
-}
-
-/* passphrase=: None (*pw NULL) or a non-empty str (as UTF-8) or bytes; *pw
- * lives as long as obj. */
-static int passphrase_arg(PyObject *obj, const char **pw, size_t *len)
-{
-    Py_ssize_t n = 0;
-    *pw = NULL;
-    *len = 0;
-    if (obj == Py_None)
-        return 1;
-    if (PyUnicode_Check(obj)) {
-        *pw = PyUnicode_AsUTF8AndSize(obj, &n);
-    } else if (PyBytes_Check(obj)) {
-        *pw = PyBytes_AS_STRING(obj);
-        n = PyBytes_GET_SIZE(obj);
-    } else {
-        PyErr_Format(PyExc_TypeError, "passphrase must be str or bytes, not %.100s",
-                     Py_TYPE(obj)->tp_name);
-        return 0;
-    }
-    if (*pw == NULL)
-        return 0;
-    if (n == 0) {
-        PyErr_SetString(PyExc_ValueError, "passphrase must not be empty");
-        return 0;
-    }
-    *len = (size_t)n;
-    return 1;
-}
-
-/* Store()'s arguments: the options, and the paths as fs-encoded bytes. */
-typedef struct {
-    pcb_store_options opt;
-    PyObject *path, *mk; /* new references; mk NULL without a key file */
-} store_open_args;
-
-/* 1, or 0 with an exception set; release a->path and a->mk either way. */
-static int store_open_parse(PyObject *args, PyObject *kwargs, store_open_args *a)
-{
-    static char *kwlist[] = {"path", "master_key_file", "passphrase", "encrypted", "key_encryption",
-                             "value_encryption", "cache", "layout", "faithful", "scrypt_n",
-                             "lock_timeout", "crypto_backend", NULL};
-    PyObject *path_obj, *mk_obj = Py_None, *pw_obj = Py_None, *scrypt_obj = NULL;
-    const char *keyenc = "siv", *valenc = "gcm", *layout = "entries", *backend = "openssl";
-    int encrypted = 1, cache = 0, faithful = 0;
-    uint64_t scrypt_n = 0;
-    double lock_timeout = PCB_LOCK_DEFAULT_TIMEOUT;
-
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOpsspspOds:Store", kwlist, &path_obj,
-                                     &mk_obj, &pw_obj, &encrypted, &keyenc, &valenc, &cache,
-                                     &layout, &faithful, &scrypt_obj, &lock_timeout, &backend))
-        return 0;
-    if (!isfinite(lock_timeout) || lock_timeout < 0) {
-        PyObject *v = PyFloat_FromDouble(lock_timeout);
-        if (v != NULL) {
-            PyErr_Format(PyExc_ValueError, "lock_timeout must be a finite number of seconds >= 0 "
-                         "(how long a write waits for another writer), got %R", v);
-            Py_DECREF(v);
-        }
-        return 0;
-    }
-    if (path_obj == Py_None) {
-        PyErr_SetString(PyExc_TypeError,
-                        "path: expected str, bytes or os.PathLike object, not NoneType");
-        return 0;
-    }
-    if (!scrypt_arg(scrypt_obj, &scrypt_n)
-        || !pcb_store_options_arg(encrypted, keyenc, valenc, layout, cache, faithful, &a->opt)
-        || !pcb_crypto_backend_arg(backend, &a->opt)
-        || !passphrase_arg(pw_obj, &a->opt.passphrase, &a->opt.passphrase_len))
-        return 0;
-    if (!encrypted && (mk_obj != Py_None || pw_obj != Py_None)) {
-        PyErr_SetString(PyExc_ValueError, "a plain store (encrypted=False) takes no master key "
-                        "or passphrase");
-        return 0;
-    }
-    if (encrypted && (mk_obj == Py_None) == (pw_obj == Py_None)) {
-        PyErr_SetString(PyExc_ValueError,
-                        "an encrypted store needs exactly one of master_key_file= or passphrase=");
-        return 0;
-    }
-    if (!fspath(path_obj, &a->path) || !key_file_arg(mk_obj, &a->mk))
-        return 0;
-    a->opt.master_key_file = a->mk ? PyBytes_AS_STRING(a->mk) : NULL;
-    a->opt.scrypt_n = scrypt_n;
-    a->opt.lock_timeout = lock_timeout > 0 ? lock_timeout : -1; /* C: 0 is the default, < 0 no wait */
-    return 1;
-}
-
 /* A Store object owning the opened store (closed on failure). */
 static PyObject *store_wrap(PyTypeObject *type, pcb_store *store, PyObject *path)
 {
@@ -263,13 +89,13 @@ static PyObject *store_wrap(PyTypeObject *type, pcb_store *store, PyObject *path
 static PyObject *Store_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     module_state *ms = PyType_GetModuleState(type);
-    store_open_args a;
+    pcb_store_open_args a;
     pcb_status st = {0};
     pcb_store *store;
     PyObject *result = NULL;
 
     memset(&a, 0, sizeof a);
-    if (store_open_parse(args, kwargs, &a)) {
+    if (pcb_store_open_parse(ms, args, kwargs, &a)) {
         Py_BEGIN_ALLOW_THREADS
         store = pcb_store_open(PyBytes_AS_STRING(a.path), &a.opt, &ms->cache, NULL, &st);
         Py_END_ALLOW_THREADS
@@ -537,7 +363,7 @@ static PyObject *Store_rotate(StoreObject *so, PyObject *args, PyObject *kwargs)
     int ok, lazy = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOp:rotate", kwlist, &mk_obj, &pw_obj,
                                      &scrypt_obj, &lazy)
-        || !scrypt_arg(scrypt_obj, &scrypt_n))
+        || !pcb_scrypt_arg(scrypt_obj, &scrypt_n))
         return NULL;
     if (mk_obj != Py_None && pw_obj != Py_None)
         return PyErr_Format(PyExc_ValueError, "rotate takes at most one of master_key_file= and passphrase=");
@@ -545,7 +371,8 @@ static PyObject *Store_rotate(StoreObject *so, PyObject *args, PyObject *kwargs)
         return PyErr_Format(PyExc_ValueError, "rotate(lazy=True) adds a value key under the same "
                             "master key; a new master key needs rotate(lazy=False)");
     memset(&opt, 0, sizeof opt);
-    if (!passphrase_arg(pw_obj, &opt.passphrase, &opt.passphrase_len) || !key_file_arg(mk_obj, &mk))
+    if (!pcb_passphrase_arg(pw_obj, &opt.passphrase, &opt.passphrase_len)
+        || !pcb_key_file_arg(mk_obj, &mk))
         return NULL;
     opt.master_key_file = mk ? PyBytes_AS_STRING(mk) : NULL;
     opt.scrypt_n = scrypt_n;

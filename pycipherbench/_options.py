@@ -1,0 +1,245 @@
+"""The store's options, declared once (issue 17).
+
+Every argument of the store calls is one :class:`Option` of :data:`OPTIONS`: its name,
+its type (the annotation as the public signatures spell it, with the aliases below),
+its default, a line of documentation, which calls take it, and where in a sweep it
+means something. What reads the table:
+
+- ``pycipherbench._core`` at import (``csrc/py/store_options_py.c``): the keyword
+  arguments of ``_core.Store`` (call ``"open"``), ``_core.StoreKernel`` and
+  ``_core.check_store_bench`` (call ``"kernel"``) are this table's names with this
+  table's defaults; no format string or keyword list restates them. The import fails
+  if an option here has no C conversion or C converts one that is not here.
+- :func:`pycipherbench.store.open` (``"open"``), :func:`~pycipherbench.store.bench`
+  and :func:`~pycipherbench.store.plan_bench` (``"bench"``) keep explicit, typed
+  signatures, so mypy and IDEs see real types; ``tests/test_options.py`` checks that
+  those signatures and ``_core.pyi`` say exactly what this table says (names, kinds,
+  defaults, types), and prints the line to paste when they do not. Their bodies pass
+  the options on through :func:`values`.
+- :func:`pycipherbench.sweep.applies` takes which store parameters apply to a point
+  from ``when``/``unless`` here; ``tests/test_options.py`` checks those against what
+  the C layer accepts.
+
+A new option is one entry here, its C conversion in ``store_options_py.c`` and what it
+does; the tests then name each signature that lacks it.
+
+This module imports nothing of the package (``_core`` reads it while it is imported).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, ParamSpec, TypeVar
+
+__all__ = ["OPTIONS", "Option", "REQUIRED", "applies", "check_bools", "for_call", "keywords",
+           "unexpected", "values"]
+
+KeyEncryption = Literal["siv", "none"]
+ValueEncryption = Literal["gcm", "chacha20-poly1305", "none"]
+Layout = Literal["entries", "file"]
+Workload = Literal["put", "get", "get_missing", "contains", "all", "commit", "apply",
+                   "open_cold", "open_warm", "rotate", "rotate_lazy"]
+ValueType = Literal["string", "string_set", "int", "long", "float", "bool"]
+PathLike = str | os.PathLike[str]
+
+
+class _Required:
+    """The default of a parameter that has none (the call's subject)."""
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+#: The calls, and the functions that take each call's options.
+CALLS: dict[str, tuple[str, ...]] = {
+    "open": ("pycipherbench.store.open", "pycipherbench._core.Store"),
+    "bench": ("pycipherbench.store.bench", "pycipherbench.store.plan_bench"),
+    "kernel": ("pycipherbench._core.StoreKernel", "pycipherbench._core.check_store_bench"),
+}
+
+Condition = tuple[tuple[str, tuple[Any, ...]], ...]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One argument of the store calls.
+
+    ``type`` is the annotation as written in the signatures (names of this module).
+    ``calls``: of :data:`CALLS`. ``positional``: the call's subject (its one positional
+    parameter, also accepted by name; ``default`` is :data:`REQUIRED`). ``run``: a
+    setting of how a point is timed, not a point parameter (it passes through a sweep
+    to every point and is no column of the results). ``when``: the option means
+    something for a point only where each named parameter has one of the values
+    listed; ``unless``: nor where one has one of those.
+    """
+
+    name: str
+    type: str
+    default: Any
+    doc: str
+    calls: frozenset[str]
+    positional: bool = False
+    run: bool = False
+    when: Condition = ()
+    unless: Condition = ()
+
+
+def _opt(name: str, type: str, default: Any, doc: str, calls: str, **kw: Any) -> Option:
+    return Option(name, type, default, doc, frozenset(calls.split()), **kw)
+
+
+_ENCRYPTED: Condition = (("encrypted", (True,)),)
+_ENTRIES: Condition = (("encrypted", (True,)), ("layout", ("entries",)))
+_NOT_COLD: Condition = (("workload", ("open_cold",)),)
+
+#: Every store option, in the order the documentation lists them.
+OPTIONS: tuple[Option, ...] = (
+    # the subjects
+    _opt("path", "PathLike", REQUIRED, "the XML file; its base name without .xml is the "
+         "store's name", "open", positional=True),
+    _opt("workload", "Workload", REQUIRED, "what is timed (see store.bench)", "bench",
+         positional=True),
+    _opt("workload", "str", REQUIRED, "what is timed, by name", "kernel", positional=True),
+    # the master key
+    _opt("master_key_file", "PathLike | None", None,
+         "32 raw bytes, created 0600 if absent", "open"),
+    _opt("passphrase", "str | bytes | None", None,
+         "derive the master key with scrypt instead of a key file", "open"),
+    _opt("scrypt_n", "int", 0, "scrypt's N for a new store (0: 2**15)", "open"),
+    _opt("lock_timeout", "float", 10.0,
+         "seconds a write waits for another writer's lock (0: try once)", "open"),
+    # the workload point
+    _opt("n_keys", "int", 1000, "entries in the store", "bench kernel", unless=_NOT_COLD),
+    _opt("key_len", "int", 32, "characters of each entry's name", "bench kernel",
+         unless=_NOT_COLD),
+    _opt("value_len", "int", 32, "characters of each string value", "bench kernel",
+         when=(("value_type", ("string", "string_set")),), unless=_NOT_COLD),
+    _opt("value_type", "ValueType", "string", "the values' type", "bench kernel",
+         unless=_NOT_COLD),
+    _opt("batch", "int", 1, "puts per commit/apply", "bench kernel",
+         when=(("workload", ("commit", "apply")),)),
+    # what the store is
+    _opt("encrypted", "bool", True, "False: the plain SharedPreferences baseline",
+         "open bench kernel"),
+    _opt("key_encryption", "KeyEncryption", "siv", "names: AES-SIV (ESP) or plain",
+         "open bench kernel", when=_ENTRIES),
+    _opt("value_encryption", "ValueEncryption", "gcm", "values' AEAD, or none",
+         "open bench kernel", when=_ENCRYPTED),
+    _opt("cache", "bool", False, "keep decrypted values", "open bench kernel", when=_ENCRYPTED),
+    _opt("layout", "Layout", "entries", "one entry per key (ESP) or the map sealed whole",
+         "open bench kernel", when=_ENCRYPTED),
+    _opt("faithful", "bool", False, "repeat ESP's per-call work", "open bench kernel",
+         when=_ENCRYPTED),
+    _opt("passphrase", "bool", False, "the store's master key from a passphrase (scrypt)",
+         "bench kernel", when=_ENCRYPTED),
+    _opt("crypto_backend", "str", "openssl", "the library that seals and opens entries",
+         "open bench kernel", when=(*_ENTRIES, ("faithful", (False,)))),
+    # how the point is run (Python only)
+    _opt("hw_aes", "bool", True, "False: in a child process with AES-NI/PCLMULQDQ hidden",
+         "bench", when=_ENCRYPTED),
+    _opt("min_time", "float", 0.05, "seconds one sample lasts at least", "bench", run=True),
+    _opt("repeats", "int", 10, "rounds", "bench", run=True),
+    _opt("warmup", "float | None", None, "seconds of warm-up (None: min_time)", "bench",
+         run=True),
+    _opt("stages", "bool", True, "also time put/get's stages", "bench", run=True),
+    _opt("directory", "PathLike | None", None,
+         "where the store's files go (store.bench: None is a new temporary directory; "
+         "StoreKernel needs one)", "bench kernel", run=True),
+)
+
+
+def for_call(call: str, options: Iterable[Option] = OPTIONS) -> dict[str, Option]:
+    """The options of one call (of :data:`CALLS`) by name, in table order."""
+    if call not in CALLS:
+        raise ValueError(f"call must be one of {sorted(CALLS)}, not {call!r}")
+    out: dict[str, Option] = {}
+    for o in options:
+        if call in o.calls:
+            if o.name in out:
+                raise ValueError(f"option {o.name!r} is declared twice for {call!r}")
+            out[o.name] = o
+    return out
+
+
+def values(call: str, namespace: Mapping[str, Any], *, point: bool = False,
+           kernel: bool = False) -> dict[str, Any]:
+    """The values of ``call``'s keyword options in ``namespace`` (a function's ``locals()``),
+    in table order. ``point``: only point parameters (no run settings); ``kernel``: only
+    those the C kernel takes too."""
+    ks = for_call("kernel") if kernel else None
+    return {name: namespace[name] for name, o in for_call(call).items()
+            if not o.positional and not (point and o.run) and (ks is None or name in ks)}
+
+
+def check_bools(call: str, given: Mapping[str, Any]) -> None:
+    """TypeError for a bool option given anything but a bool (1 is not True here)."""
+    opts = for_call(call)
+    for name, value in given.items():
+        o = opts.get(name)
+        if o is not None and o.type == "bool" and not isinstance(value, bool):
+            raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+
+
+def unexpected(func: str, name: str, known: Iterable[str]) -> TypeError:
+    """The TypeError of an unknown keyword argument, with a "did you mean" hint."""
+    close = difflib.get_close_matches(str(name), list(known), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return TypeError(f"{func}() got an unexpected keyword argument {name!r}{hint}")
+
+
+def check_names(func: str, call: str, given: Iterable[str], extra: Iterable[str] = ()) -> None:
+    """Raise :func:`unexpected` for the first name ``call`` (nor ``extra``) does not take."""
+    known = [*for_call(call), *extra]
+    for name in given:
+        if name not in known:
+            raise unexpected(func, name, known)
+
+
+def _holds(value: Any, allowed: tuple[Any, ...]) -> bool:
+    # bools apart from ints, as the sweep keeps them (True is not 1)
+    return any(value == a and isinstance(value, bool) == isinstance(a, bool) for a in allowed)
+
+
+def applies(name: str, point: Mapping[str, Any], call: str = "bench") -> bool:
+    """Whether store parameter ``name`` means anything for ``point`` (missing parameters
+    take their defaults): its ``when`` and ``unless`` conditions. Names not in the
+    table apply."""
+    o = for_call(call).get(name)
+    if o is None:
+        return True
+    opts = for_call(call)
+
+    def get(key: str) -> Any:
+        return point[key] if key in point else opts[key].default
+
+    return (all(_holds(get(k), allowed) for k, allowed in o.when)
+            and not any(_holds(get(k), allowed) for k, allowed in o.unless))
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def keywords(call: str, *, extra: Iterable[str] = ()) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorates a public function taking ``call``'s options (and ``extra``): an unknown
+    keyword is a TypeError with a "did you mean" hint (the signature is kept)."""
+    extras = tuple(extra)
+
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        known = frozenset(for_call(call)) | frozenset(extras)
+
+        @functools.wraps(fn)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            if not known.issuperset(kwargs):
+                check_names(fn.__name__, call, kwargs, extras)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
