@@ -16,6 +16,7 @@
 #include <openssl/params.h>
 #include <openssl/rand.h>
 
+#include "common/mem.h"
 #include "format/hex.h"
 #include "store/codec.h"
 #include "store/fileio.h"
@@ -615,4 +616,168 @@ int pcb_keys_adopt_value_keyset(pcb_store *s, const char *hex, size_t len, pcb_s
     OPENSSL_cleanse(key, sizeof key);
     free(old);
     return rc;
+}
+
+/* ------------------------------------------------ rotations (rotate.c, rotate_lazy.c) */
+
+/* What a failed rotation puts back: the keys, the options naming the
+ * master key, the sealed keyset texts, and the crypto contexts themselves
+ * (moved aside, not rebuilt, so that putting them back cannot fail). */
+struct pcb_keys_saved {
+    uint8_t siv_key[SIV_KEY_LEN], value_key[VALUE_KEY_LEN], siv_kid[4], value_kid[4];
+    uint8_t master[MASTER_KEY_LEN];
+    pcb_tink_keyset keyset[2]; /* every key, as a lazy rotation may have left several */
+    uint8_t s2v_store[16];
+    pcb_store_options opt;
+    pcb_buf text[2];
+    pcb_siv siv;
+    int siv_ready;
+    pcb_aead_pair value, master_ctx;
+    int new_master;     /* s->opt now owns new strings; opt holds the old ones */
+    int moved_master;   /* master_ctx holds the old master context */
+};
+
+static void save_keys(pcb_store *s, pcb_keys_saved *k)
+{
+    PCB_ASSERT_LOCKED(s);
+    memcpy(k->siv_key, s->siv_key, SIV_KEY_LEN);
+    memcpy(k->value_key, s->value_key, VALUE_KEY_LEN);
+    memcpy(k->siv_kid, s->siv_kid, 4);
+    memcpy(k->value_kid, s->value_kid, 4);
+    memcpy(k->master, s->master, MASTER_KEY_LEN);
+    memcpy(k->keyset, s->keyset, sizeof k->keyset);
+    memcpy(k->s2v_store, s->s2v_store, 16);
+    k->opt = s->opt;
+    k->new_master = 0;
+    k->moved_master = 0;
+    for (int i = 0; i < 2; i++) {
+        k->text[i] = s->keyset_text[i];
+        pcb_buf_init(&s->keyset_text[i]);
+    }
+    /* The entry contexts move aside: pcb_keys_new builds new ones. */
+    k->siv = s->siv;
+    k->siv_ready = s->siv_ready;
+    s->siv_ready = 0;
+    memset(&s->siv, 0, sizeof s->siv);
+    k->value = s->value;
+    s->value.enc = s->value.dec = NULL;
+}
+
+static void free_options(pcb_store_options *o)
+{
+    free((void *)o->master_key_file);
+    if (o->passphrase)
+        pcb_wipe_free((void *)o->passphrase, o->passphrase_len + 1);
+}
+
+/* Nothing changed on disk: the old keys, options and contexts come back
+ * (moved back, so this cannot fail). */
+static void restore_keys(pcb_store *s, pcb_keys_saved *k)
+{
+    memcpy(s->siv_key, k->siv_key, SIV_KEY_LEN);
+    memcpy(s->value_key, k->value_key, VALUE_KEY_LEN);
+    memcpy(s->siv_kid, k->siv_kid, 4);
+    memcpy(s->value_kid, k->value_kid, 4);
+    memcpy(s->master, k->master, MASTER_KEY_LEN);
+    memcpy(s->keyset, k->keyset, sizeof s->keyset);
+    memcpy(s->s2v_store, k->s2v_store, 16);
+    if (k->new_master) {
+        free_options(&s->opt);
+        s->opt = k->opt;
+        k->new_master = 0;
+    }
+    for (int i = 0; i < 2; i++) {
+        pcb_buf_free(&s->keyset_text[i]);
+        s->keyset_text[i] = k->text[i];
+        pcb_buf_init(&k->text[i]);
+    }
+    if (k->moved_master) {
+        pcb_aead_pair_free(&s->master_ctx);
+        s->master_ctx = k->master_ctx;
+        k->master_ctx.enc = k->master_ctx.dec = NULL;
+        k->moved_master = 0;
+    }
+    if (s->siv_ready)
+        pcb_siv_free(&s->siv);
+    s->siv = k->siv;
+    s->siv_ready = k->siv_ready;
+    k->siv_ready = 0;
+    pcb_aead_pair_free(&s->value);
+    s->value = k->value;
+    k->value.enc = k->value.dec = NULL;
+    s->key_gen++; /* editors encrypt their puts again, under these keys */
+}
+
+/* Drops what save_keys kept (after success, or after restore_keys). */
+static void drop_saved(pcb_keys_saved *k)
+{
+    if (k->new_master)
+        free_options(&k->opt);
+    pcb_buf_free(&k->text[0]);
+    pcb_buf_free(&k->text[1]);
+    if (k->siv_ready)
+        pcb_siv_free(&k->siv);
+    pcb_aead_pair_free(&k->value);
+    if (k->moved_master)
+        pcb_aead_pair_free(&k->master_ctx);
+    OPENSSL_cleanse(k, sizeof *k);
+}
+
+/* A new master key from a new key file or passphrase. A new passphrase
+ * keeps the store's salt and costs (a salt need only be unique per store),
+ * so no second file must change atomically with the store. */
+int pcb_keys_new_master(pcb_store *s, const pcb_store_options *new_opt, pcb_keys_saved *k,
+                      pcb_status *st)
+{
+    pcb_store_options o = s->opt;
+    o.master_key_file = new_opt->master_key_file;
+    o.passphrase = new_opt->passphrase;
+    o.passphrase_len = new_opt->passphrase_len;
+    o.scrypt_n = new_opt->scrypt_n;
+    if (!pcb_store_own_options(&s->opt, &o)) /* all or nothing: s->opt as it was */
+        return pcb_oom(st);
+    int created;
+    k->new_master = 1;
+    k->master_ctx = s->master_ctx; /* kept whole for a rollback */
+    s->master_ctx.enc = s->master_ctx.dec = NULL;
+    k->moved_master = 1;
+    s->rekeying = 1;
+    int ok = pcb_keys_load_master(s, 1, &created, st);
+    s->rekeying = 0;
+    return ok;
+}
+
+pcb_keys_saved *pcb_keys_save(pcb_store *s, pcb_status *st)
+{
+    pcb_keys_saved *k = calloc(1, sizeof *k);
+    if (k == NULL) {
+        pcb_oom(st);
+        return NULL;
+    }
+    save_keys(s, k);
+    return k;
+}
+
+void pcb_keys_end_saved(pcb_store *s, pcb_keys_saved *k, int restore)
+{
+    if (k == NULL)
+        return;
+    if (restore)
+        restore_keys(s, k);
+    drop_saved(k);
+    free(k);
+}
+
+int pcb_keys_add_value_primary(pcb_store *s, const pcb_keys_saved *k, pcb_status *st)
+{
+    PCB_ASSERT_LOCKED(s);
+    /* The names' keyset is unchanged: its text as saved (a copy, the saved one stays whole). */
+    pcb_buf_append(&s->keyset_text[0], k->text[0].data, k->text[0].len);
+    if (s->keyset_text[0].failed)
+        return pcb_oom(st);
+    if (!pcb_keyset_fresh(s, PCB_KS_VALUE, 0, st)
+        || !seal_keyset(s, PCB_KS_VALUE, &s->keyset_text[1], st) || !pcb_keys_contexts(s, st))
+        return 0;
+    s->key_gen++; /* editors seal their puts again, under the new key */
+    return 1;
 }

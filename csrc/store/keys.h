@@ -43,6 +43,26 @@ int pcb_keys_load(pcb_store *s, const pcb_keyset_text *k, int *created, pcb_stat
 int pcb_keys_new(pcb_store *s, pcb_status *st);
 /* Sets up the entry crypto (SIV state, AEAD contexts) from the keys. */
 int pcb_keys_contexts(pcb_store *s, pcb_status *st);
+/* A rotation's old keys, moved aside whole (keys, keysets, their texts,
+ * the entry contexts, the master key, its context and the options naming
+ * it) so that putting them back cannot fail. Lock held for all four. */
+typedef struct pcb_keys_saved pcb_keys_saved;
+/* Moves them aside (the store then has no entry contexts until new keys
+ * are set up). NULL out of memory, st set, nothing moved. */
+pcb_keys_saved *pcb_keys_save(pcb_store *s, pcb_status *st);
+/* rotate(): a new master key from new_opt's key file or passphrase (a new
+ * passphrase keeps the store's salt and costs). 1, or 0 with st set. */
+int pcb_keys_new_master(pcb_store *s, const pcb_store_options *new_opt, pcb_keys_saved *k,
+                        pcb_status *st);
+/* rotate(lazy=True), after pcb_keys_save (k): a fresh key added to the
+ * value keyset as its primary (as Tink's KeysetManager rotate), its text
+ * sealed again, the names' keyset and text as saved, the contexts set up;
+ * key_gen bumped. 1, or 0 with st set. */
+int pcb_keys_add_value_primary(pcb_store *s, const pcb_keys_saved *k, pcb_status *st);
+/* restore = 1: the saved keys back, the new ones freed (key_gen bumped:
+ * editors seal again); 0: the new ones stay. k (may be NULL) is wiped and
+ * freed either way. */
+void pcb_keys_end_saved(pcb_store *s, pcb_keys_saved *k, int restore);
 /* Another writer's lazy rotation (a merge, file lock held; takes the
  * store's lock): if the file's value keyset text opens under the master
  * key and holds every enabled key of this store's value keyset (same ids

@@ -24,55 +24,12 @@
 
 #include <string.h>
 
-#include <openssl/crypto.h>
-
-#include "store/codec.h"
 #include "store/internal.h"
 #include "store/keys.h"
-#include "store/keyset.h"
 #include "store/txn.h"
 
-/* The value keyset's state, moved aside whole for a rollback. */
-typedef struct {
-    pcb_tink_keyset keyset;
-    pcb_buf text;
-    uint8_t key[VALUE_KEY_LEN], kid[4];
-    pcb_aead_pair ctx;
-} saved_value_keys;
-
-static void save_value_keys(pcb_store *s, saved_value_keys *k)
-{
-    k->keyset = s->keyset[PCB_KS_VALUE];
-    k->text = s->keyset_text[1];
-    pcb_buf_init(&s->keyset_text[1]);
-    memcpy(k->key, s->value_key, VALUE_KEY_LEN);
-    memcpy(k->kid, s->value_kid, 4);
-    k->ctx = s->value; /* moved, not rebuilt: putting it back cannot fail */
-    s->value.enc = s->value.dec = NULL;
-}
-
-/* keep = 0: everything as it was; 1: the new state stays. Either way the
- * saved copy is wiped. */
-static void end_value_keys(pcb_store *s, saved_value_keys *k, int keep)
-{
-    if (keep) {
-        pcb_buf_free(&k->text);
-        pcb_aead_pair_free(&k->ctx);
-    } else {
-        s->keyset[PCB_KS_VALUE] = k->keyset;
-        pcb_buf_free(&s->keyset_text[1]);
-        s->keyset_text[1] = k->text;
-        memcpy(s->value_key, k->key, VALUE_KEY_LEN);
-        memcpy(s->value_kid, k->kid, 4);
-        pcb_aead_pair_free(&s->value);
-        s->value = k->ctx;
-        s->key_gen++; /* editors seal their puts again, under the old primary */
-    }
-    OPENSSL_cleanse(k, sizeof *k);
-}
-
-static void lazy_publish(pcb_store *s, void *arg) { end_value_keys(s, arg, 1); }
-static void lazy_undo(pcb_store *s, void *arg) { end_value_keys(s, arg, 0); }
+static void lazy_publish(pcb_store *s, void *arg) { pcb_keys_end_saved(s, *(pcb_keys_saved **)arg, 0); }
+static void lazy_undo(pcb_store *s, void *arg) { pcb_keys_end_saved(s, *(pcb_keys_saved **)arg, 1); }
 
 int pcb_store_rotate_lazy(pcb_store *s, pcb_status *st)
 {
@@ -83,17 +40,13 @@ int pcb_store_rotate_lazy(pcb_store *s, pcb_status *st)
                         "value keyset (value_encryption='none'): use rotate() (lazy=False)");
     if (!pcb_store_flush(s, st))
         return 0;
-    saved_value_keys k;
+    pcb_keys_saved *k = NULL; /* keys.c: the keys before, NULL until saved */
     const pcb_txn_change change = {lazy_publish, lazy_undo, &k};
     pcb_txn t;
     if (!pcb_txn_begin(&t, s, &change, st))
         return 0;
-    save_value_keys(s, &k); /* under the lock: after the merge, which may adopt a keyset */
-    if (pcb_keyset_fresh(s, PCB_KS_VALUE, 0, st)
-        && pcb_keyset_seal(s, PCB_KS_VALUE, &s->keyset_text[1], st)
-        && pcb_keys_contexts(s, st)) {
-        s->key_gen++; /* editors seal their puts again, under the new key */
+    /* Under the lock, after the merge (which may have adopted a keyset). */
+    if ((k = pcb_keys_save(s, st)) != NULL && pcb_keys_add_value_primary(s, k, st))
         (void)pcb_txn_write(&t, st);
-    }
     return pcb_txn_end(&t);
 }
