@@ -126,9 +126,9 @@ def test_str_subclass_closing_the_store(tmp_path, dunder):
     assert out["later"] == "ok" and out["closed"], out
 
 
-def test_str_subclass_str_closing_the_store_in_put_string(tmp_path):
-    # A name whose conversion runs Python is refused before any store access (str only),
-    # and a path-like's __fspath__ closing the store inside rotate() is refused as a same-thread close.
+def test_fspath_closing_the_store_in_rotate(tmp_path):
+    # rotate() converts its path-like (Python code: __fspath__) after claiming the store,
+    # so a close from there is a same-thread close, refused; the store stays whole.
     out = run_child(tmp_path, """
         s = key_store()
         class P:
@@ -276,6 +276,42 @@ def test_close_from_another_thread_while_one_waits_in_a_nested_call(tmp_path):
     assert out["put"] == "ok" and out["closed"], out
 
 
+def test_close_waiting_for_a_stuck_call_is_interruptible(tmp_path):
+    # close() waits with the GIL released, looking at the signals: a handler's exception
+    # ends the wait, the store stays open, and a later close() succeeds.
+    out = run_child(tmp_path, """
+        import signal
+        s = key_store()
+        ed = s.edit()
+        release = threading.Event()
+        inside = threading.Event()
+        def members():
+            inside.set()
+            release.wait(60)
+            yield "a"
+        t = threading.Thread(target=lambda: ed.put_string_set("set", members()))
+        t.start()
+        inside.wait()
+        def on_alarm(signum, frame):
+            raise TimeoutError("alarm")
+        signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        try:
+            s.close()
+            first = "closed"
+        except TimeoutError as e:
+            first = f"TimeoutError: {e}"
+        open_after = not s.closed
+        s.get_string("x")  # usable again
+        release.set()
+        t.join()
+        ed.commit()
+        s.close()
+        result(first=first, open_after=open_after, closed=s.closed)
+        """)
+    assert out == {"first": "TimeoutError: alarm", "open_after": True, "closed": True}, out
+
+
 def test_calls_on_a_closed_store_and_editor(tmp_path):
     s = store.open(tmp_path / "s.xml", master_key_file=tmp_path / "k.key")
     ed = s.edit()
@@ -330,7 +366,7 @@ def test_own_gil_subinterpreter_matches_the_declared_slot(tmp_path):
     assert (tmp_path / "r").read_text() == ("ok" if per_gil else "refused")
 
 
-def test_no_private_cpython_api_and_no_function_static_scratch():
+def test_no_private_cpython_api():
     for f in sorted((CSRC / "py").glob("*.[ch]")):
         text = f.read_text()
         code = re.sub(r"/\*.*?\*/", "", text, flags=re.S)

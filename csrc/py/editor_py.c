@@ -29,9 +29,11 @@ static PyObject *raise_st(PyObject *self, const pcb_status *st)
 /* Claims the owning store: the edit, or NULL with ValueError if closed. */
 static pcb_edit *editor_claim(EditorObject *eo, pcb_claim *c)
 {
-    if (eo->edit == NULL || pcb_store_claim(eo->owner, c, EDITOR_CLOSED_MSG) == NULL)
+    if (eo->edit == NULL) {
+        PyErr_SetString(PyExc_ValueError, EDITOR_CLOSED_MSG);
         return NULL;
-    return eo->edit;
+    }
+    return pcb_store_claim(eo->owner, c, EDITOR_CLOSED_MSG) != NULL ? eo->edit : NULL;
 }
 
 PyObject *pcb_editor_new(module_state *ms, StoreObject *so, pcb_edit *e)

@@ -251,7 +251,11 @@ pcb_store *pcb_store_claim(StoreObject *so, pcb_claim *c, const char *closed_msg
 void pcb_store_release(pcb_claim *c)
 {
     StoreObject *so = c->so;
-    claims = c->prev; /* claims nest: c is the innermost */
+    pcb_claim **link = &claims; /* c is the innermost, unless a stack switch (greenlet) interleaved */
+    while (*link != NULL && *link != c)
+        link = &(*link)->prev;
+    if (*link == c)
+        *link = c->prev;
     so_lock(so);
     if (--so->users == 0 && so->closing)
         pthread_cond_broadcast(&so->cv);
