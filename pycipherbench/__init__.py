@@ -11,18 +11,53 @@ samples as NumPy arrays and the machine they were taken on.
 >>> r.ratio({"payload": 4096}, {"payload": 16})   # paired by round, with a 95% interval  # doctest: +SKIP
 """
 
+import inspect as _inspect
+from typing import Any
+
+from . import _core, _pybackends
 from ._core import (
     CipherBenchError,
     DecryptionError,
     OpenSSLError,
     UnsupportedCipherError,
     ciphers,
-    decrypt,
-    encrypt,
 )
 from ._machine import machine
 from ._measure import Measurement, measure
 from ._pybackends import all_backends as backends
+
+
+def _is_py_backend(kwargs: dict[str, Any]) -> bool:
+    backend = kwargs.get("backend")
+    return isinstance(backend, str) and backend.startswith("py:")
+
+
+# The "py:" libraries are dispatched here, before _core is called: the C core knows
+# only the C libraries (it imports no Python). Arguments pass through untouched, so a
+# C-library call raises exactly what _core raises.
+def encrypt(*args: Any, **kwargs: Any) -> bytes:
+    if _is_py_backend(kwargs):
+        return _pybackends.encrypt(*args, **kwargs)
+    return _core.encrypt(*args, **kwargs)
+
+
+def decrypt(*args: Any, **kwargs: Any) -> bytes:
+    if _is_py_backend(kwargs):
+        return _pybackends.decrypt(*args, **kwargs)
+    return _core.decrypt(*args, **kwargs)
+
+
+def _signature(transformation: str, key: Any, data: Any, *, iv: Any = None, aad: Any = None,
+               rounds: int | None = None, backend: str = "openssl") -> bytes:
+    raise NotImplementedError  # only its signature is used
+
+
+for _fn, _c in ((encrypt, _core.encrypt), (decrypt, _core.decrypt)):
+    _fn.__doc__ = (_c.__doc__ or "") + (
+        "\n\nbackend: a C library of backends() or a Python one (\"py:cryptography\",\n"
+        "\"py:pycryptodome\", \"py:pynacl\"), which pycipherbench._pybackends runs.")
+    _fn.__signature__ = _inspect.signature(_signature)  # type: ignore[attr-defined]
+del _fn, _c, _signature
 from .results import Results, load_results
 from .stats import Ratio
 from .sweep import sweep

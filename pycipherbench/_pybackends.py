@@ -14,6 +14,10 @@ Outputs are pycipherbench's formats (AEAD: ct || tag; SIV: V || C, the nonce, if
 last associated-data component), so ``encrypt``/``decrypt`` agree byte for byte with
 OpenSSL. The imports are optional: a library that is not installed is listed by
 :func:`backends` with the ``pip install`` line that adds it.
+
+The package dispatches ``py:`` names here before the C core is called
+(:func:`pycipherbench.encrypt`/``decrypt`` in ``__init__``, ``measure`` and
+``check_kernel`` in ``_measure``): ``_core`` imports no Python and refuses ``py:`` names.
 """
 
 from __future__ import annotations

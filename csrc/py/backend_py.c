@@ -2,9 +2,11 @@
  * py/backend_py.c — the crypto libraries as Python sees them: backends()
  * and the `backend=` argument of encrypt, decrypt, Kernel and check_kernel.
  *
- * Owns: the backend argument's rules (a C library by name, or "py:<lib>",
- * which the Python layer times: pycipherbench._pybackends) and the list
- * backends() returns. What each library supports is crypto/backend's.
+ * Owns: the backend argument's rules (a C library by name; a "py:<lib>" name
+ * is refused, pointing to the package's API: pycipherbench/__init__.py and
+ * _measure.py send those to pycipherbench._pybackends before _core is
+ * called, so the C core imports no Python) and the list backends() returns.
+ * What each library supports is crypto/backend's.
  */
 #include "py/pyutil.h"
 
@@ -17,8 +19,13 @@
 int pcb_backend_arg(const char *name, int *backend)
 {
     if (strncmp(name, "py:", 3) == 0) {
-        *backend = -1;
-        return 2;
+        /* The Python libraries are the package's (pycipherbench/_pybackends.py, dispatched
+         * before _core is called): the C core knows none of them. */
+        PyErr_Format(PyExc_ValueError,
+                     "backend '%s' is a Python library, timed in Python: _core runs the C "
+                     "libraries only; use pycipherbench.encrypt(), pycipherbench.decrypt() or "
+                     "pycipherbench.measure() with backend='%s'", name, name);
+        return 0;
     }
     int b = pcb_backend_find(name);
     if (b < 0) {
@@ -30,20 +37,6 @@ int pcb_backend_arg(const char *name, int *backend)
     }
     *backend = b;
     return 1;
-}
-
-PyObject *pcb_py_backend_call(const char *func, PyObject *args, PyObject *kwargs)
-{
-    PyObject *mod = PyImport_ImportModule("pycipherbench._pybackends");
-    if (mod == NULL)
-        return NULL;
-    PyObject *fn = PyObject_GetAttrString(mod, func);
-    Py_DECREF(mod);
-    if (fn == NULL)
-        return NULL;
-    PyObject *r = PyObject_Call(fn, args, kwargs);
-    Py_DECREF(fn);
-    return r;
 }
 
 static int hw_aes_openssl(void)

@@ -166,8 +166,9 @@ static void oneshot_release(oneshot_args *a)
     aad_release(&a->aad);
 }
 
-/* Parses and validates; 1, 2 for a "py:" backend (nothing parsed beyond the
- * names), or 0 with an exception set (release a either way). */
+/* Parses and validates; 1, or 0 with an exception set (release a either
+ * way). A "py:" backend is refused here: pycipherbench.encrypt/decrypt send
+ * those to pycipherbench._pybackends before calling _core. */
 static int oneshot_parse(module_state *ms, PyObject *args, PyObject *kwargs, oneshot_args *a)
 {
     static char *kwlist[] = {"transformation", "key", "data", "iv", "aad", "rounds", "backend",
@@ -175,15 +176,14 @@ static int oneshot_parse(module_state *ms, PyObject *args, PyObject *kwargs, one
     const char *name, *backend = "openssl";
     PyObject *key_obj, *data_obj, *iv_obj = Py_None, *aad_obj = Py_None, *rounds_obj = Py_None;
     pcb_status st = {0};
-    int kind;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs,
                                      a->encrypt ? "sOO|$OOOs:encrypt" : "sOO|$OOOs:decrypt", kwlist,
                                      &name, &key_obj, &data_obj, &iv_obj, &aad_obj, &rounds_obj,
                                      &backend))
         return 0;
-    if ((kind = pcb_backend_arg(backend, &a->backend)) != 1)
-        return kind;
+    if (!pcb_backend_arg(backend, &a->backend))
+        return 0;
     if ((a->t = lookup(ms, name, a->backend)) == NULL)
         return 0;
     if (!pcb_buffer_arg(key_obj, "key", 0, &a->key) || !pcb_buffer_arg(data_obj, "data", 0, &a->data)
@@ -227,12 +227,7 @@ static PyObject *oneshot(PyObject *module, PyObject *args, PyObject *kwargs, int
 
     memset(&a, 0, sizeof a);
     a.encrypt = encrypt;
-    int kind = oneshot_parse(ms, args, kwargs, &a);
-    if (kind == 2) {
-        oneshot_release(&a);
-        return pcb_py_backend_call(encrypt ? "encrypt" : "decrypt", args, kwargs);
-    }
-    if (kind == 0)
+    if (!oneshot_parse(ms, args, kwargs, &a))
         goto done;
     size_t cap = pcb_max_output(a.t, encrypt, (size_t)a.data.len);
     if (cap > (size_t)PY_SSIZE_T_MAX) {
@@ -257,8 +252,11 @@ static PyObject *oneshot(PyObject *module, PyObject *args, PyObject *kwargs, int
         pcb_raise_status(ms, &st);
         goto done;
     }
-    if (out_len != cap)
-        _PyBytes_Resize(&result, (Py_ssize_t)out_len);
+    if (out_len != cap) { /* shorter (padding removed): a copy of the right size (public API) */
+        PyObject *exact = PyBytes_FromStringAndSize((const char *)out, (Py_ssize_t)out_len);
+        OPENSSL_cleanse(out, cap);
+        Py_SETREF(result, exact);
+    }
 done:
     oneshot_release(&a);
     return result;
@@ -381,7 +379,6 @@ static int measure_parse(module_state *ms, PyObject *args, PyObject *kwargs, mea
     PyObject *payload_obj = NULL, *key_bits_obj = Py_None, *rounds_obj = Py_None;
     PyObject *iv_len_obj = Py_None, *threads_obj = NULL;
     long long threads = 1;
-    int kind;
 
     a->scope_name = "message";
     a->payload = 10LL << 20;
@@ -389,13 +386,8 @@ static int measure_parse(module_state *ms, PyObject *args, PyObject *kwargs, mea
                                      &payload_obj, &key_bits_obj, &rounds_obj, &a->scope_name,
                                      &iv_len_obj, &backend, &threads_obj))
         return 0;
-    if ((kind = pcb_backend_arg(backend, &a->backend)) == 0)
+    if (!pcb_backend_arg(backend, &a->backend))
         return 0;
-    if (kind == 2) {
-        PyErr_Format(PyExc_ValueError, "backend '%s' is a Python library, timed in Python: use "
-                     "pycipherbench.measure(..., backend='%s')", backend, backend);
-        return 0;
-    }
     if (threads_obj && !pcb_int_arg(threads_obj, "threads", 1, PCB_MAX_THREADS, &threads))
         return 0;
     a->threads = (unsigned)threads;

@@ -11,6 +11,7 @@
  */
 #include "py/pyutil.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,8 @@ static pcb_tea_impl tea_impl_from_env(void)
     return PCB_TEA_IMPL_REF; /* marker for "unknown", reported by the caller */
 }
 
+static pthread_once_t backends_once = PTHREAD_ONCE_INIT;
+
 /* The TEA implementation (PCB_TEA_IMPL, else the best this CPU runs) and
  * every cipher fetched once; ImportError if either is impossible. */
 static int exec_engine(PyObject *module)
@@ -145,7 +148,7 @@ static int exec_engine(PyObject *module)
         return -1;
     }
     ms->cache_ready = 1;
-    pcb_backends_init();
+    pthread_once(&backends_once, pcb_backends_init); /* process-wide tables: once */
     return 0;
 }
 
@@ -237,18 +240,22 @@ static PyModuleDef_Slot core_slots[] = {
     {Py_mod_exec, exec_store_types},
     {Py_mod_exec, exec_kernel_types},
     {Py_mod_exec, exec_functions},
-#ifdef Py_mod_multiple_interpreters
+#if PY_VERSION_HEX >= 0x030C0000
     /* Every Python object lives in module state or in heap types made per
-     * module, and the process-wide C state (the CPU probe, the Base64
-     * decoder choice, the store's fork hook, OpenSSL) holds no Python
-     * objects and takes no interpreter lock, so each interpreter, even one
-     * with its own GIL, gets a module of its own. */
-    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+     * module (so each interpreter gets a module of its own), and the
+     * process-wide C state (the CPU probe, the Base64 decoder choice, the
+     * backends' table and the store's wait hooks, each set once under
+     * pthread_once; the store's fork hook; OpenSSL) holds no Python object.
+     * Not yet a per-interpreter GIL: pcb_crypto_backend_arg (store_py.c)
+     * still fills a function-static name table on every call, which two
+     * interpreters running at once would race on; with that table local,
+     * this can be Py_MOD_PER_INTERPRETER_GIL_SUPPORTED. */
+    {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_SUPPORTED},
 #endif
-#ifdef Py_mod_gil
-    /* Not verified without a GIL: Store and Editor count their in-flight
-     * calls (users, closing) relying on the GIL to serialize them (a
-     * pcb_edit itself has its own lock). */
+#if PY_VERSION_HEX >= 0x030D0000
+    /* Not verified without a GIL: a Store's claims have their own mutex
+     * (py/store_py.h), but the argument converters and the Kernel types
+     * still assume the GIL serializes a call's Python objects. */
     {Py_mod_gil, Py_MOD_GIL_USED},
 #endif
     {0, NULL},

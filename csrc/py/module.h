@@ -63,11 +63,10 @@ extern PyMethodDef pcb_cipher_functions[];
 int pcb_kernel_type_exec(PyObject *module, module_state *ms);
 
 /* backend_py.c: backends(); the backend= argument: 1 a C library (*backend
- * set), 2 a "py:" library (timed by pycipherbench._pybackends), 0 ValueError;
- * and a call into pycipherbench._pybackends.<func>(*args, **kwargs). */
+ * set), or 0 with ValueError (unknown, or a "py:" library: those are the
+ * Python package's, dispatched before _core is called). */
 extern PyMethodDef pcb_backend_functions[];
 int pcb_backend_arg(const char *name, int *backend);
-PyObject *pcb_py_backend_call(const char *func, PyObject *args, PyObject *kwargs);
 
 /* store_py.c: creates the Store and Editor types into ms and adds them to
  * the module; 0, or -1 with an exception set. */

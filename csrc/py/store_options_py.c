@@ -52,10 +52,11 @@ int pcb_store_options_arg(int encrypted, const char *key_encryption,
  * has what the options need is the store's check at open. */
 int pcb_crypto_backend_arg(const char *name, pcb_store_options *opt)
 {
-    static const char *names[PCB_BK_COUNT + 1];
+    const char *names[PCB_BK_COUNT + 1]; /* per call: no state shared between interpreters */
     int b;
     for (int i = 0; i < PCB_BK_COUNT; i++)
         names[i] = pcb_backend_name((pcb_backend)i);
+    names[PCB_BK_COUNT] = NULL;
     if (!pcb_name_arg("crypto_backend", name, names, &b))
         return 0;
     opt->crypto_backend = b;

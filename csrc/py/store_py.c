@@ -1,80 +1,129 @@
 /*
- * py/store_py.c — the store's Python types: _core.Store and _core.Editor.
+ * py/store_py.c — the store's Python type: _core.Store.
  *
- * Owns: the Store and Editor heap types (their arguments, lifetimes,
- * closing, and keeping a store alive while another thread works on it
- * without the GIL); their options are py/store_options_py's. Values
- * cross as ESP's plaintext serialization, converted to and from Python by
- * py/value_py. pycipherbench/store.py wraps these types with
- * Android's getX(name, default) semantics.
+ * Owns: the Store heap type (its arguments, lifetime and closing), the
+ * claim protocol every Store and Editor call follows (py/store_py.h: a call
+ * counts itself as a user before any Python code runs on its arguments, and
+ * close() waits on a condition variable, GIL released, for other threads'
+ * calls, refusing while this thread is inside one), the store's wait hooks
+ * (release the GIL of a thread that waits for a store lock holding it), and
+ * the Store's own arguments (its options are py/store_options_py's). The Editor
+ * type is py/editor_py.c. Values cross as ESP's plaintext serialization,
+ * converted to and from Python by py/value_py. pycipherbench/store.py wraps
+ * these types with Android's getX(name, default) semantics.
+ *
+ * Thread safety: see py/store_py.h (the object's mutex is a leaf lock; no
+ * Python object is built while it is held).
  */
-#include "py/pyutil.h"
+#include "py/store_py.h"
 #include "py/value_py.h"
 
 #include <structmember.h> /* PyMemberDef before 3.12 */
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
-#include <unistd.h>
+#include <time.h>
 
 #include "store/lock.h"
 #include "common/bytes.h"
 #include "crypto/backend.h"
-#include "store/store.h"
-
-typedef struct {
-    PyObject_HEAD
-    pcb_store *store; /* NULL once closed */
-    PyObject *path;   /* as given to open (str) */
-    PyObject *name, *file; /* the store name and absolute file fixed at open */
-    int users;        /* calls in flight without the GIL */
-    int closing;
-    PyObject *weakrefs;
-} StoreObject;
-
-typedef struct {
-    PyObject_HEAD
-    StoreObject *owner;
-    pcb_edit *edit;
-} EditorObject;
-
-static module_state *type_state(PyObject *self)
-{
-    return (module_state *)PyType_GetModuleState(Py_TYPE(self));
-}
 
 static PyObject *raise_st(PyObject *self, const pcb_status *st)
 {
-    return pcb_raise_status(type_state(self), st);
+    return pcb_raise_status(pcb_type_state(self), st);
 }
 
-/* ------------------------------------------------------------- Store */
+/* A Store object owning the opened store (closed on failure). */
 
-/* Marks the store busy (GIL held); NULL with ValueError if closed. */
-static pcb_store *acquire(StoreObject *so)
+/* ------------------------------------------------------------- claims */
+
+_Thread_local PyThreadState *pcb_gil_holder;
+static _Thread_local pcb_claim *claims; /* this thread's calls in progress, innermost first */
+
+/* mu, GIL held: try first, else release the GIL before blocking
+ * (Modules/_hashopenssl.c's ENTER_HASHLIB). */
+static void so_lock(StoreObject *so)
 {
-    if (so->store == NULL || so->closing) {
-        PyErr_SetString(PyExc_ValueError, "I/O operation on a closed store");
+    if (pthread_mutex_trylock(&so->mu) != 0) {
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&so->mu);
+        Py_END_ALLOW_THREADS
+    }
+}
+
+static void so_unlock(StoreObject *so)
+{
+    pthread_mutex_unlock(&so->mu);
+}
+
+pcb_store *pcb_store_claim(StoreObject *so, pcb_claim *c, const char *closed_msg)
+{
+    so_lock(so);
+    pcb_store *s = so->closing ? NULL : so->store;
+    if (s != NULL)
+        so->users++;
+    so_unlock(so);
+    if (s == NULL) {
+        PyErr_SetString(PyExc_ValueError, closed_msg);
         return NULL;
     }
-    so->users++;
-    return so->store;
+    c->so = (StoreObject *)Py_NewRef(so);
+    c->prev = claims;
+    claims = c;
+    return s;
 }
 
-static void release(StoreObject *so)
+void pcb_store_release(pcb_claim *c)
 {
-    so->users--;
+    StoreObject *so = c->so;
+    pcb_claim **link = &claims; /* c is the innermost, unless a stack switch (greenlet) interleaved */
+    while (*link != NULL && *link != c)
+        link = &(*link)->prev;
+    if (*link == c)
+        *link = c->prev;
+    so_lock(so);
+    if (--so->users == 0 && so->closing)
+        pthread_cond_broadcast(&so->cv);
+    so_unlock(so);
+    Py_DECREF(so);
 }
+
+static int claimed_here(StoreObject *so)
+{
+    for (const pcb_claim *c = claims; c != NULL; c = c->prev)
+        if (c->so == so)
+            return 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------- Store() */
 
 /* A Store object owning the opened store (closed on failure). */
 static PyObject *store_wrap(PyTypeObject *type, pcb_store *store, PyObject *path)
 {
     pcb_status st = {0};
+    pthread_condattr_t ca;
     StoreObject *so = (StoreObject *)type->tp_alloc(type, 0);
-    if (so == NULL) {
-        pcb_store_close(store, &st);
-        return NULL;
+    int rc = -1;
+    if (so != NULL && (rc = pthread_condattr_init(&ca)) == 0) {
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        if ((rc = pthread_mutex_init(&so->mu, NULL)) == 0
+            && (rc = pthread_cond_init(&so->cv, &ca)) != 0)
+            pthread_mutex_destroy(&so->mu);
+        pthread_condattr_destroy(&ca);
     }
+    if (so == NULL || rc != 0) {
+        Py_BEGIN_ALLOW_THREADS
+        pcb_store_close(store, &st);
+        Py_END_ALLOW_THREADS
+        if (so == NULL)
+            return NULL;
+        Py_DECREF(so);
+        errno = rc;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    so->sync_ready = 1;
     so->store = store;
     so->path = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(path));
     so->name = PyUnicode_DecodeFSDefault(pcb_store_name(store));
@@ -109,22 +158,85 @@ static PyObject *Store_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     return result;
 }
 
+/* ------------------------------------------------------------- close */
 
-/* Closes (waiting for other threads' calls to finish); 1 ok, 0 error set. */
+#define CLOSE_WAIT_SLICE_NS 100000000L /* 0.1 s between two looks at the signals */
+
+/* Waits (GIL held on entry and return, released while waiting) until
+ * done(so) holds under mu, looking at the signals every slice: 1, or 0 with
+ * the signal handler's exception set. */
+static int close_wait(StoreObject *so, int (*done)(const StoreObject *))
+{
+    for (;;) {
+        int ok;
+        Py_BEGIN_ALLOW_THREADS
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += CLOSE_WAIT_SLICE_NS;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&so->mu);
+        while (!(ok = done(so)) && pthread_cond_timedwait(&so->cv, &so->mu, &until) != ETIMEDOUT)
+            ;
+        pthread_mutex_unlock(&so->mu);
+        Py_END_ALLOW_THREADS
+        if (ok)
+            return 1;
+        if (PyErr_CheckSignals() < 0)
+            return 0;
+    }
+}
+
+static int no_users(const StoreObject *so)
+{
+    return so->users == 0;
+}
+
+static int no_closer(const StoreObject *so)
+{
+    return !so->closing;
+}
+
+/* Closes: refuses while this thread is inside a call on so; waits for
+ * other threads' calls (and for another thread's close) to end. 1 ok, 0
+ * with an exception set (the store stays open unless the close itself
+ * failed). */
 static int store_close(StoreObject *so)
 {
-    if (so->store == NULL || so->closing)
-        return 1;
-    so->closing = 1;
-    while (so->users > 0) {
-        Py_BEGIN_ALLOW_THREADS
-        usleep(1000);
-        Py_END_ALLOW_THREADS
+    if (claimed_here(so)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "close() called while a call on this store is in progress in this thread "
+                        "(from a generator, __hash__/__eq__/__fspath__ or other code the call "
+                        "runs); close the store after that call returns");
+        return 0;
     }
-    pcb_store *store = so->store;
+    for (;;) {
+        so_lock(so);
+        if (so->store == NULL) {
+            so_unlock(so);
+            return 1;
+        }
+        if (!so->closing)
+            break; /* mu still held: this thread closes */
+        so_unlock(so);
+        if (!close_wait(so, no_closer)) /* another thread is closing: its outcome, then look again */
+            return 0;
+    }
+    so->closing = 1; /* from here, new calls see a closed store */
+    so_unlock(so);
+    int waited = close_wait(so, no_users);
+    so_lock(so);
+    pcb_store *store = waited ? so->store : NULL;
+    so->store = waited ? NULL : so->store;
+    so->closing = 0;
+    pthread_cond_broadcast(&so->cv); /* other closers */
+    so_unlock(so);
+    if (!waited)
+        return 0; /* interrupted (KeyboardInterrupt): still open */
     pcb_status st = {0};
     int ok;
-    so->store = NULL;
     Py_BEGIN_ALLOW_THREADS
     ok = pcb_store_close(store, &st);
     Py_END_ALLOW_THREADS
@@ -142,13 +254,17 @@ static void Store_dealloc(StoreObject *so)
     if (so->weakrefs)
         PyObject_ClearWeakRefs((PyObject *)so);
     if (so->store != NULL) {
-        /* Never lose applied changes: an unclosed store is flushed here. */
+        /* Never lose applied changes: an unclosed store is flushed here
+         * (no call is in progress: each holds a reference). */
         PyObject *exc_type, *exc, *tb;
         PyErr_Fetch(&exc_type, &exc, &tb);
-        so->users = 0;
         if (!store_close(so))
             PyErr_WriteUnraisable((PyObject *)so);
         PyErr_Restore(exc_type, exc, tb);
+    }
+    if (so->sync_ready) {
+        pthread_cond_destroy(&so->cv);
+        pthread_mutex_destroy(&so->mu);
     }
     Py_XDECREF(so->path);
     Py_XDECREF(so->name);
@@ -163,10 +279,7 @@ static int Store_traverse(StoreObject *so, visitproc visit, void *arg)
     return 0;
 }
 
-static int entry_name_arg(PyObject *obj, const char **s, Py_ssize_t *n)
-{
-    return pcb_str_arg(obj, "a store entry name", s, n);
-}
+/* ------------------------------------------------------------- reads */
 
 /* Looks name up, its serialized value into out (initialised by the caller):
  * 1 with *found set, or 0 with an exception set. */
@@ -175,15 +288,17 @@ static int store_get_serialized(StoreObject *so, PyObject *name_obj, pcb_buf *ou
     const char *name;
     Py_ssize_t nl;
     pcb_status st = {0};
-    if (!entry_name_arg(name_obj, &name, &nl))
-        return 0;
-    pcb_store *s = acquire(so);
+    pcb_claim c;
+    int ok;
+    pcb_store *s = pcb_store_claim(so, &c, PCB_CLOSED_STORE_MSG);
     if (s == NULL)
         return 0;
-    int ok = pcb_store_get(s, name, (size_t)nl, out, found, &st);
-    release(so);
-    if (!ok)
-        raise_st((PyObject *)so, &st);
+    if ((ok = pcb_entry_name_arg(name_obj, &name, &nl))) {
+        PCB_WITH_GIL(ok = pcb_store_get(s, name, (size_t)nl, out, found, &st));
+        if (!ok)
+            raise_st((PyObject *)so, &st);
+    }
+    pcb_store_release(&c);
     return ok;
 }
 
@@ -194,7 +309,7 @@ static PyObject *Store_get_typed(StoreObject *so, PyObject *name_obj)
     PyObject *r = NULL;
     pcb_buf_init(&out);
     if (store_get_serialized(so, name_obj, &out, &found))
-        r = found ? pcb_py_value_typed(type_state((PyObject *)so), (const uint8_t *)out.data, out.len)
+        r = found ? pcb_py_value_typed(pcb_type_state((PyObject *)so), (const uint8_t *)out.data, out.len)
                   : Py_NewRef(Py_None);
     pcb_buf_free(&out);
     return r;
@@ -229,7 +344,7 @@ static PyObject *Store_get_as(StoreObject *so, PyObject *const *args, Py_ssize_t
         uint32_t type;
         if (!found)
             r = Py_NewRef(args[2]);
-        else if ((r = pcb_py_value_decode(type_state((PyObject *)so), (const uint8_t *)out.data, out.len, &type)) != NULL
+        else if ((r = pcb_py_value_decode(pcb_type_state((PyObject *)so), (const uint8_t *)out.data, out.len, &type)) != NULL
                  && want >= 0 && type != (uint32_t)want)
             Py_SETREF(r, Py_NewRef(args[2])); /* a type mismatch gives the default, as Android */
     }
@@ -242,28 +357,29 @@ static int Store_contains(StoreObject *so, PyObject *name_obj)
     const char *name;
     Py_ssize_t nl;
     pcb_status st = {0};
-    int found, ok;
-    if (!entry_name_arg(name_obj, &name, &nl))
-        return -1;
-    pcb_store *s = acquire(so);
+    pcb_claim c;
+    int found = 0, ok;
+    pcb_store *s = pcb_store_claim(so, &c, PCB_CLOSED_STORE_MSG);
     if (s == NULL)
         return -1;
-    ok = pcb_store_contains(s, name, (size_t)nl, &found, &st);
-    release(so);
-    if (!ok) {
-        raise_st((PyObject *)so, &st);
-        return -1;
+    if ((ok = pcb_entry_name_arg(name_obj, &name, &nl))) {
+        PCB_WITH_GIL(ok = pcb_store_contains(s, name, (size_t)nl, &found, &st));
+        if (!ok)
+            raise_st((PyObject *)so, &st);
     }
-    return found;
+    pcb_store_release(&c);
+    return ok ? found : -1;
 }
 
 static Py_ssize_t Store_len(StoreObject *so)
 {
-    pcb_store *s = acquire(so);
+    pcb_claim c;
+    Py_ssize_t n;
+    pcb_store *s = pcb_store_claim(so, &c, PCB_CLOSED_STORE_MSG);
     if (s == NULL)
         return -1;
-    Py_ssize_t n = (Py_ssize_t)pcb_store_count(s);
-    release(so);
+    PCB_WITH_GIL(n = (Py_ssize_t)pcb_store_count(s));
+    pcb_store_release(&c);
     return n;
 }
 
@@ -293,7 +409,7 @@ static PyObject *all_build(StoreObject *so, const pcb_buf *b)
         const uint8_t *v = (const uint8_t *)name + nl + 4;
         off += 8 + nl + vl;
         PyObject *key = PyUnicode_DecodeUTF8(name, (Py_ssize_t)nl, "strict");
-        PyObject *tv = key ? pcb_py_value_typed(type_state((PyObject *)so), v, vl) : NULL;
+        PyObject *tv = key ? pcb_py_value_typed(pcb_type_state((PyObject *)so), v, vl) : NULL;
         if (tv == NULL || PyDict_SetItem(dict, key, PyTuple_GET_ITEM(tv, 1)) < 0)
             Py_CLEAR(dict);
         Py_XDECREF(key);
@@ -310,15 +426,16 @@ static PyObject *Store_all(StoreObject *so, PyObject *Py_UNUSED(ignored))
 {
     pcb_status st = {0};
     pcb_buf b;
+    pcb_claim c;
     int ok;
-    pcb_store *s = acquire(so);
+    pcb_store *s = pcb_store_claim(so, &c, PCB_CLOSED_STORE_MSG);
     if (s == NULL)
         return NULL;
     pcb_buf_init(&b);
     Py_BEGIN_ALLOW_THREADS
     ok = pcb_store_all(s, all_dump, &b, &st);
     Py_END_ALLOW_THREADS
-    release(so);
+    pcb_store_release(&c); /* the dict is built from the copy */
     PyObject *dict = NULL;
     if (!ok && st.code == 0)
         PyErr_NoMemory();
@@ -333,14 +450,15 @@ static PyObject *Store_all(StoreObject *so, PyObject *Py_UNUSED(ignored))
 static PyObject *Store_flush(StoreObject *so, PyObject *Py_UNUSED(ignored))
 {
     pcb_status st = {0};
+    pcb_claim c;
     int ok;
-    pcb_store *s = acquire(so);
+    pcb_store *s = pcb_store_claim(so, &c, PCB_CLOSED_STORE_MSG);
     if (s == NULL)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
     ok = pcb_store_flush(s, &st);
     Py_END_ALLOW_THREADS
-    release(so);
+    pcb_store_release(&c);
     if (!ok)
         return raise_st((PyObject *)so, &st);
     Py_RETURN_NONE;
@@ -360,82 +478,88 @@ static PyObject *Store_rotate(StoreObject *so, PyObject *args, PyObject *kwargs)
     uint64_t scrypt_n = 0;
     pcb_store_options opt;
     pcb_status st = {0};
+    pcb_claim c;
     int ok, lazy = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOp:rotate", kwlist, &mk_obj, &pw_obj,
-                                     &scrypt_obj, &lazy)
-        || !pcb_scrypt_arg(scrypt_obj, &scrypt_n))
+    /* Claimed first: the arguments' conversion may run Python (__fspath__, __index__). */
+    pcb_store *s = pcb_store_claim(so, &c, PCB_CLOSED_STORE_MSG);
+    if (s == NULL)
         return NULL;
-    if (mk_obj != Py_None && pw_obj != Py_None)
-        return PyErr_Format(PyExc_ValueError, "rotate takes at most one of master_key_file= and passphrase=");
-    if (lazy && (mk_obj != Py_None || pw_obj != Py_None))
-        return PyErr_Format(PyExc_ValueError, "rotate(lazy=True) adds a value key under the same "
-                            "master key; a new master key needs rotate(lazy=False)");
     memset(&opt, 0, sizeof opt);
-    if (!pcb_passphrase_arg(pw_obj, &opt.passphrase, &opt.passphrase_len)
-        || !pcb_key_file_arg(mk_obj, &mk))
-        return NULL;
-    opt.master_key_file = mk ? PyBytes_AS_STRING(mk) : NULL;
-    opt.scrypt_n = scrypt_n;
-    pcb_store *s = acquire(so);
-    if (s == NULL) {
-        Py_XDECREF(mk);
-        return NULL;
+    ok = PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOp:rotate", kwlist, &mk_obj, &pw_obj,
+                                     &scrypt_obj, &lazy)
+         && pcb_scrypt_arg(scrypt_obj, &scrypt_n);
+    if (ok && mk_obj != Py_None && pw_obj != Py_None) {
+        PyErr_SetString(PyExc_ValueError, "rotate takes at most one of master_key_file= and passphrase=");
+        ok = 0;
     }
-    Py_BEGIN_ALLOW_THREADS
-    ok = lazy ? pcb_store_rotate_lazy(s, &st) : pcb_store_rotate(s, &opt, &st);
-    Py_END_ALLOW_THREADS
-    release(so);
+    if (ok && lazy && (mk_obj != Py_None || pw_obj != Py_None)) {
+        PyErr_SetString(PyExc_ValueError, "rotate(lazy=True) adds a value key under the same "
+                        "master key; a new master key needs rotate(lazy=False)");
+        ok = 0;
+    }
+    ok = ok && pcb_passphrase_arg(pw_obj, &opt.passphrase, &opt.passphrase_len)
+         && pcb_key_file_arg(mk_obj, &mk);
+    if (ok) {
+        opt.master_key_file = mk ? PyBytes_AS_STRING(mk) : NULL;
+        opt.scrypt_n = scrypt_n;
+        Py_BEGIN_ALLOW_THREADS
+        ok = lazy ? pcb_store_rotate_lazy(s, &st) : pcb_store_rotate(s, &opt, &st);
+        Py_END_ALLOW_THREADS
+        if (!ok)
+            raise_st((PyObject *)so, &st);
+    }
+    pcb_store_release(&c);
     Py_XDECREF(mk);
     if (!ok)
-        return raise_st((PyObject *)so, &st);
+        return NULL;
     Py_RETURN_NONE;
 }
 
 static PyObject *Store_edit(StoreObject *so, PyObject *Py_UNUSED(ignored))
 {
-    module_state *ms = type_state((PyObject *)so);
     pcb_status st = {0};
-    pcb_store *s = acquire(so);
+    pcb_claim c;
+    pcb_edit *e;
+    pcb_store *s = pcb_store_claim(so, &c, PCB_CLOSED_STORE_MSG);
     if (s == NULL)
         return NULL;
-    pcb_edit *e = pcb_edit_new(s, &st);
-    release(so);
+    PCB_WITH_GIL(e = pcb_edit_new(s, &st));
+    pcb_store_release(&c);
     if (e == NULL)
         return raise_st((PyObject *)so, &st);
-    EditorObject *eo = PyObject_GC_New(EditorObject, ms->EditorType);
-    if (eo == NULL) {
-        pcb_edit_free(e);
-        return NULL;
-    }
-    eo->owner = (StoreObject *)Py_NewRef(so);
-    eo->edit = e;
-    PyObject_GC_Track(eo);
-    return (PyObject *)eo;
+    return pcb_editor_new(pcb_type_state((PyObject *)so), so, e);
 }
 
 static PyObject *Store_heap_bytes(StoreObject *so, void *Py_UNUSED(closure))
 {
-    pcb_store *s = acquire(so);
+    pcb_claim c;
+    size_t n;
+    pcb_store *s = pcb_store_claim(so, &c, PCB_CLOSED_STORE_MSG);
     if (s == NULL)
         return NULL;
-    size_t n = pcb_store_heap_bytes(s);
-    release(so);
+    PCB_WITH_GIL(n = pcb_store_heap_bytes(s));
+    pcb_store_release(&c);
     return PyLong_FromSize_t(n);
 }
 
 static PyObject *Store_disk_bytes(StoreObject *so, void *Py_UNUSED(closure))
 {
-    pcb_store *s = acquire(so);
+    pcb_claim c;
+    uint64_t n;
+    pcb_store *s = pcb_store_claim(so, &c, PCB_CLOSED_STORE_MSG);
     if (s == NULL)
         return NULL;
-    uint64_t n = pcb_store_disk_bytes(s);
-    release(so);
+    PCB_WITH_GIL(n = pcb_store_disk_bytes(s));
+    pcb_store_release(&c);
     return PyLong_FromUnsignedLongLong(n);
 }
 
 static PyObject *Store_closed(StoreObject *so, void *Py_UNUSED(closure))
 {
-    return PyBool_FromLong(so->store == NULL);
+    so_lock(so);
+    int closed = so->store == NULL;
+    so_unlock(so);
+    return PyBool_FromLong(closed);
 }
 
 static PyObject *Store_path(StoreObject *so, void *Py_UNUSED(closure))
@@ -514,206 +638,39 @@ static PyType_Spec Store_spec = {
     .slots = Store_slots,
 };
 
-/* ------------------------------------------------------------ Editor */
-
-static pcb_edit *editor_edit(EditorObject *eo)
-{
-    if (eo->edit == NULL || eo->owner->store == NULL || eo->owner->closing) {
-        PyErr_SetString(PyExc_ValueError, "the editor's store is closed");
-        return NULL;
-    }
-    return eo->edit;
-}
-
-static PyObject *editor_put(EditorObject *eo, PyObject *const *args, Py_ssize_t nargs,
-                            pcb_pref_type type, const char *fn)
-{
-    const char *name;
-    Py_ssize_t nl;
-    pcb_status st = {0};
-    pcb_buf b;
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "%s() takes exactly 2 arguments (name, value) (%zd given)",
-                     fn, nargs);
-        return NULL;
-    }
-    PyObject *value = args[1];
-    if (!entry_name_arg(args[0], &name, &nl))
-        return NULL;
-    pcb_edit *e = editor_edit(eo);
-    if (e == NULL)
-        return NULL;
-    pcb_buf_init(&b);
-    int ok = pcb_py_value_serialize(type, value, &b);
-    if (ok) {
-        eo->owner->users++;
-        ok = pcb_edit_put(e, name, (size_t)nl, (const uint8_t *)b.data, b.len, &st);
-        eo->owner->users--;
-        if (!ok)
-            raise_st((PyObject *)eo, &st);
-    }
-    pcb_buf_free(&b);
-    return ok ? Py_NewRef((PyObject *)eo) : NULL;
-}
-
-#define PUT_METHOD(fn, type)                                                              \
-    static PyObject *Editor_##fn(EditorObject *eo, PyObject *const *args, Py_ssize_t nargs) \
-    {                                                                                      \
-        return editor_put(eo, args, nargs, type, #fn);                                     \
-    }
-PUT_METHOD(put_string, PCB_PREF_STRING)
-PUT_METHOD(put_int, PCB_PREF_INT)
-PUT_METHOD(put_long, PCB_PREF_LONG)
-PUT_METHOD(put_float, PCB_PREF_FLOAT)
-PUT_METHOD(put_bool, PCB_PREF_BOOLEAN)
-PUT_METHOD(put_string_set, PCB_PREF_STRING_SET)
-#undef PUT_METHOD
-
-static PyObject *Editor_remove(EditorObject *eo, PyObject *name_obj)
-{
-    const char *name;
-    Py_ssize_t nl;
-    pcb_status st = {0};
-    if (!entry_name_arg(name_obj, &name, &nl))
-        return NULL;
-    pcb_edit *e = editor_edit(eo);
-    if (e == NULL)
-        return NULL;
-    eo->owner->users++;
-    int ok = pcb_edit_remove(e, name, (size_t)nl, &st);
-    eo->owner->users--;
-    if (!ok)
-        return raise_st((PyObject *)eo, &st);
-    return Py_NewRef((PyObject *)eo);
-}
-
-static PyObject *Editor_clear(EditorObject *eo, PyObject *Py_UNUSED(ignored))
-{
-    pcb_edit *e = editor_edit(eo);
-    if (e == NULL)
-        return NULL;
-    pcb_edit_clear(e);
-    return Py_NewRef((PyObject *)eo);
-}
-
-static PyObject *Editor_remove_unreadable(EditorObject *eo, PyObject *Py_UNUSED(ignored))
-{
-    pcb_edit *e = editor_edit(eo);
-    if (e == NULL)
-        return NULL;
-    pcb_edit_remove_unreadable(e);
-    return Py_NewRef((PyObject *)eo);
-}
-
-static PyObject *editor_commit(EditorObject *eo, int sync)
-{
-    pcb_status st = {0};
-    int ok;
-    pcb_edit *e = editor_edit(eo);
-    if (e == NULL)
-        return NULL;
-    eo->owner->users++;
-    Py_BEGIN_ALLOW_THREADS
-    ok = pcb_edit_commit(e, sync, &st);
-    Py_END_ALLOW_THREADS
-    eo->owner->users--;
-    if (!ok)
-        return raise_st((PyObject *)eo, &st);
-    if (sync)
-        Py_RETURN_TRUE;
-    Py_RETURN_NONE;
-}
-
-static PyObject *Editor_commit(EditorObject *eo, PyObject *Py_UNUSED(ignored))
-{
-    return editor_commit(eo, 1);
-}
-
-static PyObject *Editor_apply(EditorObject *eo, PyObject *Py_UNUSED(ignored))
-{
-    return editor_commit(eo, 0);
-}
-
-static void Editor_dealloc(EditorObject *eo)
-{
-    PyTypeObject *tp = Py_TYPE(eo);
-    PyObject_GC_UnTrack(eo);
-    pcb_edit_free(eo->edit);
-    Py_XDECREF(eo->owner);
-    tp->tp_free(eo);
-    Py_DECREF(tp);
-}
-
-static int Editor_traverse(EditorObject *eo, visitproc visit, void *arg)
-{
-    Py_VISIT(Py_TYPE(eo));
-    Py_VISIT(eo->owner);
-    return 0;
-}
-
-static PyMethodDef Editor_methods[] = {
-    {"put_string", (PyCFunction)(void (*)(void))Editor_put_string, METH_FASTCALL, "put_string(name, value) -> Editor"},
-    {"put_int", (PyCFunction)(void (*)(void))Editor_put_int, METH_FASTCALL, "put_int(name, value) -> Editor"},
-    {"put_long", (PyCFunction)(void (*)(void))Editor_put_long, METH_FASTCALL, "put_long(name, value) -> Editor"},
-    {"put_float", (PyCFunction)(void (*)(void))Editor_put_float, METH_FASTCALL, "put_float(name, value) -> Editor"},
-    {"put_bool", (PyCFunction)(void (*)(void))Editor_put_bool, METH_FASTCALL, "put_bool(name, value) -> Editor"},
-    {"put_string_set", (PyCFunction)(void (*)(void))Editor_put_string_set, METH_FASTCALL,
-     "put_string_set(name, values) -> Editor"},
-    {"remove", (PyCFunction)Editor_remove, METH_O, "remove(name) -> Editor"},
-    {"clear", (PyCFunction)Editor_clear, METH_NOARGS, "clear() -> Editor"},
-    {"remove_unreadable", (PyCFunction)Editor_remove_unreadable, METH_NOARGS,
-     "remove_unreadable() -> Editor\n\nAt commit, remove every entry whose name does not decrypt."},
-    {"commit", (PyCFunction)Editor_commit, METH_NOARGS,
-     "commit() -> bool\n\nApply the changes and write them durably before returning."},
-    {"apply", (PyCFunction)Editor_apply, METH_NOARGS,
-     "apply() -> None\n\nApply the changes in memory now; a background thread writes them."},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyType_Slot Editor_slots[] = {
-    {Py_tp_doc, (void *)"A batch of changes to a Store; puts are encrypted at once, as ESP does."},
-    {Py_tp_dealloc, Editor_dealloc},
-    {Py_tp_traverse, Editor_traverse},
-    {Py_tp_methods, Editor_methods},
-    {0, NULL},
-};
-
-static PyType_Spec Editor_spec = {
-    .name = "pycipherbench._core.Editor",
-    .basicsize = sizeof(EditorObject),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE
-             | Py_TPFLAGS_DISALLOW_INSTANTIATION,
-    .slots = Editor_slots,
-};
-
 /* ------------------------------------------------------------- module */
 
 /* The store's wait hooks: a thread that must wait for a store or editor
- * lock releases the GIL first if it holds it (the writer thread, or a
- * caller that already released it, holds none). */
+ * lock releases the GIL first if it marked itself as holding it
+ * (PCB_WITH_GIL); the writer thread, and a caller that already released
+ * it, hold none. Public API only: the mark is ours. */
 static void *gil_wait_begin(void)
 {
-#if PY_VERSION_HEX >= 0x030D0000
-    int holds = PyThreadState_GetUnchecked() != NULL;
-#elif PY_VERSION_HEX >= 0x030C0000
-    int holds = _PyThreadState_UncheckedGet() != NULL; /* thread-local since 3.12 */
-#else
-    PyThreadState *ts = _PyThreadState_UncheckedGet(); /* the holder, process-wide */
-    int holds = ts != NULL && ts == PyGILState_GetThisThreadState();
-#endif
-    return holds ? (void *)PyEval_SaveThread() : NULL;
+    PyThreadState *ts = pcb_gil_holder;
+    if (ts == NULL)
+        return NULL;
+    pcb_gil_holder = NULL;
+    return (void *)PyEval_SaveThread();
 }
 
 static void gil_wait_end(void *token)
 {
     PyEval_RestoreThread((PyThreadState *)token);
+    pcb_gil_holder = (PyThreadState *)token;
+}
+
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+
+static void set_hooks(void)
+{
+    pcb_store_set_wait_hooks(gil_wait_begin, gil_wait_end);
 }
 
 int pcb_store_types_exec(PyObject *module, module_state *ms)
 {
-    pcb_store_set_wait_hooks(gil_wait_begin, gil_wait_end);
+    pthread_once(&hooks_once, set_hooks); /* process-wide: once, whichever interpreter imports first */
     ms->StoreType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &Store_spec, NULL);
-    ms->EditorType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &Editor_spec, NULL);
+    ms->EditorType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &pcb_editor_spec, NULL);
     if (ms->StoreType == NULL || ms->EditorType == NULL
         || PyModule_AddType(module, ms->StoreType) < 0 || PyModule_AddType(module, ms->EditorType) < 0)
         return -1;
