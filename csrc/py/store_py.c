@@ -1,9 +1,9 @@
 /*
  * py/store_py.c — the store's Python type: _core.Store.
  *
- * Owns: the Store heap type (its arguments, lifetime and closing), the
- * claim protocol every Store and Editor call follows (py/store_py.h: a call
- * counts itself as a user before any Python code runs on its arguments, and
+ * Owns: the Store heap type (its arguments, lifetime and closing; every
+ * call follows the claim protocol of py/store_claim_py.c: a call counts
+ * itself as a user before any Python code runs on its arguments, and
  * close() waits on a condition variable, GIL released, for other threads'
  * calls, refusing while this thread is inside one), the store's wait hooks
  * (release the GIL of a thread that waits for a store lock holding it), and
@@ -35,67 +35,6 @@ static PyObject *raise_st(PyObject *self, const pcb_status *st)
 }
 
 /* A Store object owning the opened store (closed on failure). */
-
-/* ------------------------------------------------------------- claims */
-
-_Thread_local PyThreadState *pcb_gil_holder;
-static _Thread_local pcb_claim *claims; /* this thread's calls in progress, innermost first */
-
-/* mu, GIL held: try first, else release the GIL before blocking
- * (Modules/_hashopenssl.c's ENTER_HASHLIB). */
-static void so_lock(StoreObject *so)
-{
-    if (pthread_mutex_trylock(&so->mu) != 0) {
-        Py_BEGIN_ALLOW_THREADS
-        pthread_mutex_lock(&so->mu);
-        Py_END_ALLOW_THREADS
-    }
-}
-
-static void so_unlock(StoreObject *so)
-{
-    pthread_mutex_unlock(&so->mu);
-}
-
-pcb_store *pcb_store_claim(StoreObject *so, pcb_claim *c, const char *closed_msg)
-{
-    so_lock(so);
-    pcb_store *s = so->closing ? NULL : so->store;
-    if (s != NULL)
-        so->users++;
-    so_unlock(so);
-    if (s == NULL) {
-        PyErr_SetString(PyExc_ValueError, closed_msg);
-        return NULL;
-    }
-    c->so = (StoreObject *)Py_NewRef(so);
-    c->prev = claims;
-    claims = c;
-    return s;
-}
-
-void pcb_store_release(pcb_claim *c)
-{
-    StoreObject *so = c->so;
-    pcb_claim **link = &claims; /* c is the innermost, unless a stack switch (greenlet) interleaved */
-    while (*link != NULL && *link != c)
-        link = &(*link)->prev;
-    if (*link == c)
-        *link = c->prev;
-    so_lock(so);
-    if (--so->users == 0 && so->closing)
-        pthread_cond_broadcast(&so->cv);
-    so_unlock(so);
-    Py_DECREF(so);
-}
-
-static int claimed_here(StoreObject *so)
-{
-    for (const pcb_claim *c = claims; c != NULL; c = c->prev)
-        if (c->so == so)
-            return 1;
-    return 0;
-}
 
 /* ------------------------------------------------------------- Store() */
 
@@ -160,81 +99,15 @@ static PyObject *Store_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 
 /* ------------------------------------------------------------- close */
 
-#define CLOSE_WAIT_SLICE_NS 100000000L /* 0.1 s between two looks at the signals */
-
-/* Waits (GIL held on entry and return, released while waiting) until
- * done(so) holds under mu, looking at the signals every slice: 1, or 0 with
- * the signal handler's exception set. */
-static int close_wait(StoreObject *so, int (*done)(const StoreObject *))
-{
-    for (;;) {
-        int ok;
-        Py_BEGIN_ALLOW_THREADS
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += CLOSE_WAIT_SLICE_NS;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_mutex_lock(&so->mu);
-        while (!(ok = done(so)) && pthread_cond_timedwait(&so->cv, &so->mu, &until) != ETIMEDOUT)
-            ;
-        pthread_mutex_unlock(&so->mu);
-        Py_END_ALLOW_THREADS
-        if (ok)
-            return 1;
-        if (PyErr_CheckSignals() < 0)
-            return 0;
-    }
-}
-
-static int no_users(const StoreObject *so)
-{
-    return so->users == 0;
-}
-
-static int no_closer(const StoreObject *so)
-{
-    return !so->closing;
-}
-
-/* Closes: refuses while this thread is inside a call on so; waits for
- * other threads' calls (and for another thread's close) to end. 1 ok, 0
- * with an exception set (the store stays open unless the close itself
- * failed). */
+/* Closes (the claims' side is py/store_claim_py.c): 1 ok, 0 with an
+ * exception set (the store stays open unless the close itself failed). */
 static int store_close(StoreObject *so)
 {
-    if (claimed_here(so)) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "close() called while a call on this store is in progress in this thread "
-                        "(from a generator, __hash__/__eq__/__fspath__ or other code the call "
-                        "runs); close the store after that call returns");
+    pcb_store *store;
+    if (!pcb_store_claim_close(so, &store))
         return 0;
-    }
-    for (;;) {
-        so_lock(so);
-        if (so->store == NULL) {
-            so_unlock(so);
-            return 1;
-        }
-        if (!so->closing)
-            break; /* mu still held: this thread closes */
-        so_unlock(so);
-        if (!close_wait(so, no_closer)) /* another thread is closing: its outcome, then look again */
-            return 0;
-    }
-    so->closing = 1; /* from here, new calls see a closed store */
-    so_unlock(so);
-    int waited = close_wait(so, no_users);
-    so_lock(so);
-    pcb_store *store = waited ? so->store : NULL;
-    so->store = waited ? NULL : so->store;
-    so->closing = 0;
-    pthread_cond_broadcast(&so->cv); /* other closers */
-    so_unlock(so);
-    if (!waited)
-        return 0; /* interrupted (KeyboardInterrupt): still open */
+    if (store == NULL)
+        return 1; /* already closed */
     pcb_status st = {0};
     int ok;
     Py_BEGIN_ALLOW_THREADS
@@ -556,10 +429,7 @@ static PyObject *Store_disk_bytes(StoreObject *so, void *Py_UNUSED(closure))
 
 static PyObject *Store_closed(StoreObject *so, void *Py_UNUSED(closure))
 {
-    so_lock(so);
-    int closed = so->store == NULL;
-    so_unlock(so);
-    return PyBool_FromLong(closed);
+    return PyBool_FromLong(pcb_store_object_closed(so));
 }
 
 static PyObject *Store_path(StoreObject *so, void *Py_UNUSED(closure))

@@ -56,6 +56,14 @@ typedef struct pcb_claim {
 pcb_store *pcb_store_claim(StoreObject *so, pcb_claim *c, const char *closed_msg);
 /* Ends the claim (GIL held); the last claim wakes a waiting close(). */
 void pcb_store_release(pcb_claim *c);
+/* close()'s claim side: refuses (RuntimeError) while this thread is inside
+ * a call on so; waits for another thread's close, then for the other
+ * threads' calls, signals checked every 0.1 s. 1 with *out the store to
+ * close (taken from so; NULL if it was closed already), or 0 with an
+ * exception set and the store still open. */
+int pcb_store_claim_close(StoreObject *so, pcb_store **out);
+/* 1 if so's store is closed (GIL held). */
+int pcb_store_object_closed(StoreObject *so);
 
 #define PCB_CLOSED_STORE_MSG "I/O operation on a closed store"
 

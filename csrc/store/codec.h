@@ -15,6 +15,7 @@
 #ifndef PCB_STORE_CODEC_H
 #define PCB_STORE_CODEC_H
 
+#include "store/aead.h"
 #include "store/internal.h"
 
 /* The codec of a store opened with these options. */
@@ -22,19 +23,6 @@ pcb_codec pcb_codec_choose(const pcb_store_options *o);
 
 /* A fresh value nonce. 1, or 0 with st set. */
 int pcb_codec_nonce(pcb_store *s, uint8_t nonce[NONCE_LEN], pcb_status *st);
-
-/* AEAD contexts for one key (both directions); 1, or 0 with st set. */
-int pcb_aead_pair_new(pcb_aead_pair *a, const EVP_CIPHER *c, const uint8_t *key, pcb_status *st);
-void pcb_aead_pair_free(pcb_aead_pair *a);
-/* out = nonce || ct || tag (len + 28 bytes). key: set up again first (NULL
- * keeps it). 1, or 0 with st set. */
-int pcb_store_seal(EVP_CIPHER_CTX *ctx, const uint8_t *key, const uint8_t nonce[NONCE_LEN],
-                   const uint8_t *aad, size_t aad_len, const uint8_t *in, size_t len,
-                   uint8_t *out, pcb_status *st);
-/* in = nonce || ct || tag (len >= 28); out gets len - 28 bytes. 1 ok, 0 not
- * authentic (out wiped, st not set), -1 OpenSSL failure (st set). */
-int pcb_store_unseal(EVP_CIPHER_CTX *ctx, const uint8_t *key, const uint8_t *aad, size_t aad_len,
-                     const uint8_t *in, size_t len, uint8_t *out, pcb_status *st);
 
 /* The record name of a plain name, into out (reset). */
 int pcb_codec_name(pcb_store *s, const char *name, size_t len, pcb_buf *out, pcb_status *st);

@@ -50,6 +50,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/buf.h"
 #include "common/status.h"
@@ -277,8 +278,16 @@ static inline void pcb_io_unlock(pcb_store *s)
         }                                                          \
     } while (0)
 
+/* 1 if name is one of ESP's reserved keyset names (store.h's
+ * pcb_store_is_reserved for the embedder). */
+static inline int pcb_reserved_name(const char *name, size_t len)
+{
+    return (len == sizeof KEY_KEYSET - 1 && memcmp(name, KEY_KEYSET, len) == 0)
+           || (len == sizeof VALUE_KEYSET - 1 && memcmp(name, VALUE_KEYSET, len) == 0);
+}
+
 /* Shared between the layer's files (each defined in the file named). */
-/* store.c: copies the options' strings so the store owns them; 1/0 (memory). */
+/* keys.c: copies the options' strings (the master key's) so the store owns them; 1/0 (memory). */
 int pcb_store_own_options(pcb_store_options *dst, const pcb_store_options *src);
 /* store.c: pcb_store_all with the lock already held. */
 int pcb_store_all_locked(pcb_store *s, pcb_store_entry_fn fn, void *arg, pcb_status *st);

@@ -24,6 +24,38 @@
 
 /* ------------------------------------------------------------ master key */
 
+int pcb_store_own_options(pcb_store_options *dst, const pcb_store_options *src)
+{
+    pcb_store_options o = *src;
+    o.master_key_file = NULL;
+    if (src->master_key_file) { /* a copy (strdup is not C11) */
+        size_t n = strlen(src->master_key_file) + 1;
+        char *f = malloc(n);
+        if (f)
+            memcpy(f, src->master_key_file, n);
+        o.master_key_file = f;
+    }
+    o.passphrase = NULL;
+    if (src->passphrase) {
+        char *p = malloc(src->passphrase_len + 1);
+        if (p) {
+            memcpy(p, src->passphrase, src->passphrase_len);
+            p[src->passphrase_len] = '\0';
+        }
+        o.passphrase = p;
+    }
+    if ((src->master_key_file != NULL && o.master_key_file == NULL)
+        || (src->passphrase != NULL && o.passphrase == NULL)) {
+        free((void *)o.master_key_file);
+        if (o.passphrase)
+            pcb_wipe_free((void *)o.passphrase, o.passphrase_len + 1);
+        return 0;
+    }
+    *dst = o;
+    return 1;
+}
+
+
 
 
 

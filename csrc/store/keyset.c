@@ -12,7 +12,7 @@
 
 #include "common/bytes.h"
 #include "format/hex.h"
-#include "store/codec.h"
+#include "store/aead.h"
 
 static const char *const ks_entry[2] = {KEY_KEYSET, VALUE_KEYSET};
 static const char *const ks_what[2] = {"key", "value"};

@@ -264,7 +264,7 @@ static int load_record(load_ctx *c, const uint8_t *name, size_t nl, uint32_t fla
  * plaintext serialization under the plain name. */
 static int load_native(load_ctx *c, const pcb_pref_entry *e)
 {
-    if (pcb_store_is_reserved(e->name, e->name_len))
+    if (pcb_reserved_name(e->name, e->name_len))
         return pcb_fail(c->st, PCB_E_FORMAT, "%s holds keysets: it is an encrypted store; "
                         "open it with encrypted=True", c->s->path);
     pcb_value_from_entry(&c->value, e);

@@ -23,8 +23,7 @@
 
 int pcb_store_is_reserved(const char *name, size_t len)
 {
-    return (len == sizeof KEY_KEYSET - 1 && memcmp(name, KEY_KEYSET, len) == 0)
-           || (len == sizeof VALUE_KEYSET - 1 && memcmp(name, VALUE_KEYSET, len) == 0);
+    return pcb_reserved_name(name, len);
 }
 
 /* ------------------------------------------------------- waits, fork */
@@ -156,30 +155,6 @@ static void store_free(pcb_store *s)
 
 /* Copies the options' strings so the store owns them; all or nothing:
  * on failure *dst is untouched. */
-int pcb_store_own_options(pcb_store_options *dst, const pcb_store_options *src)
-{
-    pcb_store_options o = *src;
-    o.master_key_file = src->master_key_file ? strdup(src->master_key_file) : NULL;
-    o.passphrase = NULL;
-    if (src->passphrase) {
-        char *p = malloc(src->passphrase_len + 1);
-        if (p) {
-            memcpy(p, src->passphrase, src->passphrase_len);
-            p[src->passphrase_len] = '\0';
-        }
-        o.passphrase = p;
-    }
-    if ((src->master_key_file != NULL && o.master_key_file == NULL)
-        || (src->passphrase != NULL && o.passphrase == NULL)) {
-        free((void *)o.master_key_file);
-        if (o.passphrase)
-            pcb_wipe_free((void *)o.passphrase, o.passphrase_len + 1);
-        return 0;
-    }
-    *dst = o;
-    return 1;
-}
-
 /* The store's locks and condition; 1, or 0 with st set (nothing to undo). */
 static int sync_init(pcb_store *s, pcb_status *st)
 {
