@@ -14,7 +14,14 @@ samples as NumPy arrays and the machine they were taken on.
 import inspect as _inspect
 from typing import Any
 
-from . import _core, _pybackends
+from . import _core, _options, _pybackends
+
+# The store options are declared once, in _options; the C parser takes them from there. (_core
+# imports no Python module: the package hands the table over.)
+try:
+    _core._load_store_options(_options.OPTIONS, _options.unexpected)
+except ValueError as _e:
+    raise ImportError(str(_e)) from None
 from ._core import (
     CipherBenchError,
     DecryptionError,

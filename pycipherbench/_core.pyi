@@ -1,6 +1,6 @@
 """Type stub of pycipherbench._core, the C extension (checked against it by tests/test_stub.py)."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from os import PathLike
 from typing import Any, final
 
@@ -154,6 +154,7 @@ class Editor:
     def apply(self) -> None: ...
 
 def _store_options(table: Sequence[Any] | None = None, /) -> dict[str, tuple[tuple[str, Any, str], ...]]: ...
+def _load_store_options(table: Sequence[Any], unexpected: Callable[..., Any], /) -> None: ...
 def store_inspect(path: str | PathLike[str], /) -> dict[str, Any]: ...
 
 def check_store_bench(

@@ -261,17 +261,31 @@ def test_unknown_option_without_a_close_name():
 def test_import_fails_loudly_on_a_mismatch(tmp_path):
     import subprocess
     import sys
-    code = ("import importlib.util, sys, types\n"  # the package without its __init__ (which imports _core)
+    # The package hands the table to _core at import; a table C does not implement fails it.
+    code = ("import importlib.util, sys, types\n"  # the package without its __init__ (which loads the table)
             "pkg = types.ModuleType('pycipherbench')\n"
             "pkg.__path__ = importlib.util.find_spec('pycipherbench').submodule_search_locations\n"
             "sys.modules['pycipherbench'] = pkg\n"
             "import pycipherbench._options as o\n"
-            "o.OPTIONS = o.OPTIONS + (o.Option('compression', 'str', 'z', 'x', frozenset({'open'})),)\n"
-            "import pycipherbench._core\n")
+            "import pycipherbench._core as c\n"
+            "bad = o.OPTIONS + (o.Option('compression', 'str', 'z', 'x', frozenset({'open'})),)\n"
+            "try:\n"
+            "    c._load_store_options(bad, o.unexpected)\n"
+            "except ValueError as e:\n"
+            "    print('refused', e)\n"
+            "try:\n"
+            "    c.Store('x.xml')\n"  # nothing loaded: the parser says so, it does not guess
+            "except RuntimeError as e:\n"
+            "    print('unloaded', e)\n"
+            "c._load_store_options(o.OPTIONS, o.unexpected)\n"
+            "print('loaded', sorted(c._store_options()))\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        cwd=Path(pycipherbench.__file__).resolve().parent.parent)
-    assert r.returncode != 0
-    assert "ImportError" in r.stderr and "compression" in r.stderr and "disagree" in r.stderr
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("refused") and "compression" in lines[0] and "disagree" in lines[0]
+    assert lines[1].startswith("unloaded") and "not loaded" in lines[1]
+    assert lines[2].startswith("loaded")
 
 
 # ---- sweep's applies() against the C layer

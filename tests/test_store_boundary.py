@@ -394,6 +394,13 @@ loader = importlib.machinery.ExtensionFileLoader("pycipherbench._core", {so!r})
 spec = importlib.util.spec_from_file_location("pycipherbench._core", {so!r}, loader=loader)
 _core = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(_core)
+# the package hands _core its option table at import; here by hand (_options needs the stdlib only)
+ospec = importlib.util.spec_from_file_location("pycipherbench._options", {opts!r})
+_options = importlib.util.module_from_spec(ospec)
+import sys
+sys.modules["pycipherbench._options"] = _options  # its dataclasses look their module up
+ospec.loader.exec_module(_options)
+_core._load_store_options(_options.OPTIONS, _options.unexpected)
 d = {d!r}
 s = _core.Store(os.path.join(d, "sub.xml"), master_key_file=os.path.join(d, "k.key"))
 s.edit().put_string("from", "subinterpreter").commit()
@@ -409,7 +416,7 @@ def test_core_in_a_subinterpreter(tmp_path):
     runner = _subinterp_runner()
     if runner is None:
         pytest.skip("neither _testcapi.run_in_subinterp nor _xxsubinterpreters in this Python")
-    code = SUBINTERP_CODE.format(so=_core.__file__, d=str(tmp_path))
+    code = SUBINTERP_CODE.format(so=_core.__file__, opts=str(Path(_core.__file__).with_name("_options.py")), d=str(tmp_path))
     if runner == "_testcapi":
         call = f"import _testcapi; r = _testcapi.run_in_subinterp({code!r}); assert r == 0, r"
     else:

@@ -169,10 +169,6 @@ static int exec_constants(PyObject *module)
     return 0;
 }
 
-static int exec_store_options(PyObject *module)
-{
-    return pcb_store_options_exec(module, pcb_module_state(module));
-}
 
 static int exec_store_types(PyObject *module)
 {
@@ -236,7 +232,6 @@ static PyModuleDef_Slot core_slots[] = {
     {Py_mod_exec, exec_exceptions},
     {Py_mod_exec, exec_engine},
     {Py_mod_exec, exec_constants},
-    {Py_mod_exec, exec_store_options},
     {Py_mod_exec, exec_store_types},
     {Py_mod_exec, exec_kernel_types},
     {Py_mod_exec, exec_functions},

@@ -72,13 +72,13 @@ int pcb_backend_arg(const char *name, int *backend);
  * the module; 0, or -1 with an exception set. */
 int pcb_store_types_exec(PyObject *module, module_state *ms);
 /* store_options_py.c: the store calls' keyword arguments. Their names and
- * defaults are pycipherbench._options.OPTIONS, read into ms->store_calls by
- * pcb_store_options_exec at import (ImportError if the table and the C
- * conversions disagree); traverse/clear are the module's. */
-int pcb_store_options_exec(PyObject *module, module_state *ms);
+ * defaults are pycipherbench._options.OPTIONS, which the package hands to
+ * _core._load_store_options at import (ValueError if the table and the C
+ * conversions disagree; _core itself imports no Python module);
+ * traverse/clear are the module's. */
 int pcb_store_options_traverse(module_state *ms, visitproc visit, void *arg);
 void pcb_store_options_clear(module_state *ms);
-extern PyMethodDef pcb_store_options_functions[]; /* _store_options */
+extern PyMethodDef pcb_store_options_functions[]; /* _store_options, _load_store_options */
 
 /* Every argument of either call, as converted (borrowed: valid while the
  * call's arguments live); the fields of the other call stay zero. */

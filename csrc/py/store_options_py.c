@@ -3,11 +3,12 @@
  *
  * Owns: the arguments of _core.Store() (call "open") and of
  * _core.StoreKernel() / check_store_bench() (call "kernel"). Their names and
- * defaults are pycipherbench._options.OPTIONS, read once at import
- * (pcb_store_options_exec): this file only says what C type each one
- * converts to and where it goes (the conversion tables below), and the
- * import fails if the table declares an option these tables do not convert
- * or they convert one it does not declare. No format string or keyword list
+ * defaults are pycipherbench._options.OPTIONS, handed over once by the
+ * package at import (_load_store_options; _core imports no Python module):
+ * this file only says what C type each one converts to and where it goes
+ * (the conversion tables below), and the package's import fails if the
+ * table declares an option these tables do not convert or they convert one
+ * it does not declare. No format string or keyword list
  * restates the names. Also the option checks Store() and store_bench() share
  * (pcb_store_options_arg, pcb_crypto_backend_arg), the key arguments
  * Store.rotate() takes too (scrypt_arg, key_file_arg, passphrase_arg) and
@@ -389,7 +390,7 @@ static int call_table_build(PyObject *table, int call, pcb_store_call_table *t)
     for (int k = 0; convs[k].name; k++)
         if (!used[k]) {
             PyErr_Format(PyExc_ValueError, "csrc/py/store_options_py.c converts '%s' for call '%s', "
-                         "which pycipherbench._options does not declare", convs[k].name,
+                         "which the package's option table does not declare", convs[k].name,
                          call_names[call]);
             goto done;
         }
@@ -407,29 +408,42 @@ done:
     return ok;
 }
 
-int pcb_store_options_exec(PyObject *module, module_state *ms)
+/* _load_store_options(table, unexpected): the package hands its table over
+ * at import (pycipherbench/__init__.py), so that _core imports no Python
+ * module; a mismatch is a ValueError saying they disagree. Loading again
+ * replaces the tables (all or nothing). */
+static PyObject *core_load_store_options(PyObject *module, PyObject *args)
 {
-    (void)module;
-    PyObject *mod = PyImport_ImportModule("pycipherbench._options"), *table = NULL;
-    int ok = mod != NULL && (table = PyObject_GetAttrString(mod, "OPTIONS")) != NULL
-             && (ms->options_unexpected = PyObject_GetAttrString(mod, "unexpected")) != NULL;
+    module_state *ms = pcb_module_state(module);
+    PyObject *table, *unexpected;
+    pcb_store_call_table tables[PCB_STORE_N_CALLS];
+    int ok = 1;
+    if (!PyArg_ParseTuple(args, "OO:_load_store_options", &table, &unexpected))
+        return NULL;
+    if (!PyCallable_Check(unexpected))
+        return PyErr_Format(PyExc_TypeError, "_load_store_options: unexpected must be callable");
+    memset(tables, 0, sizeof tables);
     for (int c = 0; ok && c < PCB_STORE_N_CALLS; c++)
-        ok = call_table_build(table, c, &ms->store_calls[c]);
-    Py_XDECREF(table);
-    Py_XDECREF(mod);
+        ok = call_table_build(table, c, &tables[c]);
     if (!ok) {
+        for (int c = 0; c < PCB_STORE_N_CALLS; c++)
+            call_table_clear(&tables[c]);
         PyObject *type, *exc, *tb;
         PyErr_Fetch(&type, &exc, &tb);
         PyErr_NormalizeException(&type, &exc, &tb);
-        PyErr_Format(PyExc_ImportError, "pycipherbench._core: the store options of "
-                     "pycipherbench._options and the C parser disagree: %S",
-                     exc ? exc : Py_None);
+        PyErr_Format(PyExc_ValueError, "pycipherbench._core: the store options of "
+                     "the package's option table and the C parser disagree: %S", exc ? exc : Py_None);
         Py_XDECREF(type);
         Py_XDECREF(exc);
         Py_XDECREF(tb);
-        return -1;
+        return NULL;
     }
-    return 0;
+    for (int c = 0; c < PCB_STORE_N_CALLS; c++) {
+        call_table_clear(&ms->store_calls[c]);
+        ms->store_calls[c] = tables[c];
+    }
+    Py_XSETREF(ms->options_unexpected, Py_NewRef(unexpected));
+    Py_RETURN_NONE;
 }
 
 int pcb_store_options_traverse(module_state *ms, visitproc visit, void *arg)
@@ -555,8 +569,12 @@ static PyObject *core_store_options(PyObject *module, PyObject *args)
 PyMethodDef pcb_store_options_functions[] = {
     {"_store_options", core_store_options, METH_VARARGS,
      "_store_options(table=None) -> dict\n\n"
-     "The store calls' options as the C parser read them from pycipherbench._options at\n"
-     "import: {call: ((name, default, conversion), ...)}, the subject first. Given a\n"
-     "table, checks it the same way instead (ValueError naming a mismatch)."},
+     "The store calls' options as the C parser loaded them (_load_store_options):\n"
+     "{call: ((name, default, conversion), ...)}, the subject first. Given a table,\n"
+     "checks it the same way instead (ValueError naming a mismatch)."},
+    {"_load_store_options", core_load_store_options, METH_VARARGS,
+     "_load_store_options(table, unexpected) -> None\n\n"
+     "Loads the package's option table into the C parser (the package does it at\n"
+     "import; _core imports no Python module). ValueError if they disagree."},
     {NULL, NULL, 0, NULL},
 };
