@@ -323,7 +323,7 @@ static void undo_notes(pcb_store *s, undo_log *u)
         uint64_t prev = pcb_load_le32(p + 4) | (uint64_t)pcb_load_le32(p + 8) << 32;
         pcb_share_unnote(s, p + 12, pcb_load_le32(p), prev);
     }
-    s->share.clear_gen = u->clear_gen_before;
+    pcb_share_restore_clear_gen(s, u->clear_gen_before);
 }
 
 /* The changes stay (lock held): drops the undo log, then compacts. */
@@ -443,7 +443,7 @@ static int apply_ops(pcb_store *s, const edit_batch *b, undo_log *u, pcb_status 
     const pcb_buf *ops = &b->ops;
     undo_init(u);
     u->gen_before = s->mem_gen;
-    u->clear_gen_before = s->share.clear_gen;
+    u->clear_gen_before = pcb_share_clear_gen(s);
     pcb_buf_init(&redone);
     if (b->key_gen != s->key_gen) {
         /* Keys rotated since the puts were encrypted: encrypt them again. */

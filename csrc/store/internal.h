@@ -178,7 +178,7 @@ struct pcb_store {
 
     pcb_buf scratch; /* name/AAD encodings under the lock */
 
-    pcb_share share; /* other writers of the file (merge.h); io_lock */
+    pcb_share *share; /* merge.c: other writers of the file (opaque); io_lock */
 
     /* Debug builds (PCB_ASSERTS): which thread holds lock and io_lock. */
     pthread_t lock_owner, io_owner;

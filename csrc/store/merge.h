@@ -36,17 +36,21 @@
 #include "store/map.h"
 #include "store/store.h"
 
-/* A store's part in sharing its file (zeroed: nothing held or seen). */
-typedef struct {
-    char *lock_path;        /* "<path>-lock", made on first use */
-    int lock_fd, lock_held; /* the descriptor holding the file lock */
-    uint64_t seen_counter;  /* the lock file's counter when last read or written */
-    pcb_file_id seen_id;    /* the store file as last read or written */
-    pcb_map dirty;          /* stored name -> 8-byte generation of the change */
-    int dirty_ready;
-    uint64_t clear_gen;     /* generation of a clear() not yet written, 0 none */
-    int swept;              /* stale temp files looked for */
-} pcb_share;
+/* A store's part in sharing its file, merge.c's alone (opaque): its lock
+ * file and descriptor, what the file looked like when last read or
+ * written, and the names this store changed since (the merge's notes). */
+typedef struct pcb_share pcb_share;
+
+/* A new share (nothing held or seen); NULL out of memory. */
+pcb_share *pcb_share_new(void);
+/* 1 while this store holds the file lock. */
+int pcb_share_held(const pcb_store *s);
+/* 1 if the file is the one this store last read or wrote (its identity). */
+int pcb_share_file_unchanged(pcb_store *s);
+/* The generation of a clear() not yet written (0: none), and putting it
+ * back after a failed commit's undo (store lock held). */
+uint64_t pcb_share_clear_gen(const pcb_store *s);
+void pcb_share_restore_clear_gen(pcb_store *s, uint64_t gen);
 
 /* Records a change to stored name (store lock held, before apply bumps
  * mem_gen: the change belongs to mem_gen + 1). 1, or 0 out of memory. */
@@ -92,7 +96,7 @@ void pcb_share_written(pcb_store *s, uint64_t gen);
  * flock lock lives until the last descriptor of its description closes);
  * the child takes its own lock when it writes. */
 void pcb_share_after_fork_child(pcb_share *sh);
-/* Frees what the store's share holds (the lock is released). */
+/* Frees the share (the lock is released); NULL is fine. */
 void pcb_share_free(pcb_share *sh);
 
 #endif /* PCB_STORE_MERGE_H */

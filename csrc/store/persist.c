@@ -135,7 +135,7 @@ static int serialize(pcb_store *s, pcb_buf *b, pcb_status *st)
 
 int pcb_persist_write(pcb_store *s, uint64_t *gen, pcb_status *st)
 {
-    PCB_ASSERT(s->share.lock_held); /* a transaction's (txn.c), or a new store's load */
+    PCB_ASSERT(pcb_share_held(s)); /* a transaction's (txn.c), or a new store's load */
     pcb_buf b;
     pcb_buf_init(&b);
     pcb_store_lock(s);
@@ -451,10 +451,8 @@ static int load_keys_and_rest(pcb_store *s, load_ctx *c, int *created, int *agai
     int ok = pcb_keys_check_present(s, &c->keysets, has_entries, st)
              && pcb_keys_load_master(s, !has_keysets, &created_master, st);
     if (ok && !has_keysets && (s->codec.key_keyset || s->codec.value_keyset)) {
-        pcb_file_id now;
         ok = pcb_share_lock(s, st);
-        pcb_file_id_of(s->path, &now);
-        if (ok && !pcb_file_id_same(&now, &s->share.seen_id)) {
+        if (ok && !pcb_share_file_unchanged(s)) {
             *again = 1;
             return 0;
         }
@@ -471,7 +469,7 @@ static int load_keys_and_rest(pcb_store *s, load_ctx *c, int *created, int *agai
         /* The store's first write, under the file lock taken above and
          * before any other thread can reach the store: nothing to merge. */
         uint64_t gen;
-        ok = (s->share.lock_held || pcb_share_lock(s, st)) && pcb_persist_write(s, &gen, st);
+        ok = (pcb_share_held(s) || pcb_share_lock(s, st)) && pcb_persist_write(s, &gen, st);
         if (ok)
             pcb_share_written(s, gen);
     }

@@ -61,7 +61,7 @@ static void fork_child(void)
         s->writer_stop = 0;
         s->writing = 0;
         s->lock_owned = s->io_owned = 0; /* the debug record of who held them (internal.h) */
-        pcb_share_after_fork_child(&s->share); /* a parent's file lock stays the parent's */
+        pcb_share_after_fork_child(s->share); /* a parent's file lock stays the parent's */
     }
     for (pcb_edit *e = edit_registry; e != NULL; e = e->fork_next)
         pthread_mutex_init(&e->lock, NULL);
@@ -136,7 +136,7 @@ static void store_free(pcb_store *s)
     pcb_buf_free(&s->scratch);
     pcb_buf_free(&s->keyset_text[0]);
     pcb_buf_free(&s->keyset_text[1]);
-    pcb_share_free(&s->share);
+    pcb_share_free(s->share);
     free(s->path);
     free(s->dir);
     free(s->store_name);
@@ -233,6 +233,11 @@ static pcb_store *store_new(const char *path, const pcb_store_options *opt,
         return NULL;
     }
     if (!sync_init(s, st)) {
+        store_free(s);
+        return NULL;
+    }
+    if ((s->share = pcb_share_new()) == NULL) {
+        pcb_oom(st);
         store_free(s);
         return NULL;
     }
