@@ -276,7 +276,7 @@ typedef struct {
     pcb_buf offs;     /* offsets into log, walked backwards */
     pcb_buf notes;    /* per noted name: sname_len(4) previous generation(8) sname */
     pcb_buf note_offs;
-    uint64_t gen_before, clear_gen_before;
+    uint64_t clear_gen_before;
 } undo_log;
 
 static void undo_init(undo_log *u)
@@ -309,7 +309,7 @@ static int note_change(pcb_store *s, undo_log *u, const uint8_t *sname, size_t s
     pcb_buf_append(&u->note_offs, (const char *)&at, sizeof at);
     if (u->notes.failed || u->note_offs.failed)
         return pcb_oom(st);
-    return pcb_share_note(s, sname, sl, st);
+    return pcb_share_note(s, sname, sl, pcb_txn_mem_gen(s) + 1, st);
 }
 
 /* The notes as they were (lock held), newest first: a name noted twice gets
@@ -336,7 +336,7 @@ static void undo_drop(pcb_store *s, undo_log *u)
     (void)pcb_map_maybe_compact(&s->map); /* an optimization: failing leaves the map whole */
 }
 
-/* The changes go (lock held): the map, the merge notes and mem_gen as they
+/* The changes go (lock held): the map and the merge notes as they
  * were. Every byte and slot this needs was reserved by apply_ops (unless a
  * merge replaced the map meanwhile: then the next write merges again, see
  * commit_sync). */
@@ -363,7 +363,6 @@ static void undo_apply(pcb_store *s, undo_log *u)
     undo_notes(s, u);
     if (s->opt.cache)
         pcb_map_clear(&s->plain_cache);
-    s->mem_gen = u->gen_before;
     undo_free(u);
 }
 
@@ -438,11 +437,10 @@ static int start_map(pcb_store *s, int clear, size_t n, size_t bytes, pcb_map *f
 static int apply_ops(pcb_store *s, const edit_batch *b, undo_log *u, pcb_status *st)
 {
     PCB_ASSERT_LOCKED(s);
-    PCB_ASSERT(!s->writing);
+    PCB_ASSERT(!pcb_txn_writing(s));
     pcb_buf redone;
     const pcb_buf *ops = &b->ops;
     undo_init(u);
-    u->gen_before = s->mem_gen;
     u->clear_gen_before = pcb_share_clear_gen(s);
     pcb_buf_init(&redone);
     if (b->key_gen != s->key_gen) {
@@ -456,7 +454,7 @@ static int apply_ops(pcb_store *s, const edit_batch *b, undo_log *u, pcb_status 
     size_t n = 0, bytes = 0;
     int ok = 1;
     if (b->clear & 1)
-        pcb_share_note_clear(s); /* other writers' entries go too (merge.h) */
+        pcb_share_note_clear(s, pcb_txn_mem_gen(s) + 1); /* other writers' entries go too (merge.h) */
     for (size_t off = 0; off < ops->len && ok;) {
         op_view v = op_at(ops, off);
         if (v.kind != OP_DEAD) {
@@ -588,11 +586,11 @@ static int commit_async(pcb_store *s, const edit_batch *b, pcb_status *st)
 {
     undo_log u;
     pcb_store_lock(s);
-    while (s->writing) /* a transaction's outcome decides what memory is */
+    while (pcb_txn_writing(s)) /* a transaction's outcome decides what memory is */
         pcb_store_wait(s);
     int ok = start_writer(s, st) && apply_ops(s, b, &u, st);
     if (ok) {
-        s->mem_gen++; /* the writer's work */
+        pcb_txn_applied(s); /* the writer's work */
         undo_drop(s, &u);
     }
     pthread_cond_broadcast(&s->cond);

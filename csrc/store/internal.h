@@ -127,11 +127,7 @@ struct pcb_store {
     pthread_cond_t cond;
     pthread_t writer;
     int writer_started, writer_stop;
-    int writing;                      /* txn.c: a transaction writes; memory is its own */
-    uint64_t mem_gen, disk_gen;       /* changes applied / changes on disk */
-    int write_errno;                  /* the last failed write of applied changes (0: none) */
-    uint64_t fail_gen;                /* the generation it tried to write */
-    char write_error[256];
+    struct pcb_gens *gens;            /* txn.c's (opaque): generations, `writing`, a failed write */
     pcb_store *fork_prev, *fork_next; /* every open store, for the fork handler (store.c) */
     int registered, sync_ready;       /* in that list; the locks above initialised */
 

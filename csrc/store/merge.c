@@ -43,7 +43,7 @@ static const char *lock_path(pcb_store *s)
     return sh->lock_path;
 }
 
-int pcb_share_note(pcb_store *s, const uint8_t *sname, size_t len, pcb_status *st)
+int pcb_share_note(pcb_store *s, const uint8_t *sname, size_t len, uint64_t g, pcb_status *st)
 {
     PCB_ASSERT_LOCKED(s);
     pcb_share *sh = s->share;
@@ -53,18 +53,17 @@ int pcb_share_note(pcb_store *s, const uint8_t *sname, size_t len, pcb_status *s
         sh->dirty_ready = 1;
     }
     uint8_t gen[8];
-    uint64_t g = s->mem_gen + 1;
     pcb_store_le32(gen, (uint32_t)g);
     pcb_store_le32(gen + 4, (uint32_t)(g >> 32));
     return pcb_map_put(&sh->dirty, sname, len, 0, gen, sizeof gen) || pcb_oom(st);
 }
 
-void pcb_share_note_clear(pcb_store *s)
+void pcb_share_note_clear(pcb_store *s, uint64_t gen)
 {
     PCB_ASSERT_LOCKED(s);
     /* The notes of earlier changes stay (an undone clear needs them); while
      * clear_gen is set they are not used, and the write forgets them. */
-    s->share->clear_gen = s->mem_gen + 1;
+    s->share->clear_gen = gen;
 }
 
 uint64_t pcb_share_noted(const pcb_store *s, const uint8_t *sname, size_t len)

@@ -54,9 +54,9 @@ void pcb_share_restore_clear_gen(pcb_store *s, uint64_t gen);
 
 /* Records a change to stored name (store lock held, before apply bumps
  * mem_gen: the change belongs to mem_gen + 1). 1, or 0 out of memory. */
-int pcb_share_note(pcb_store *s, const uint8_t *sname, size_t len, pcb_status *st);
+int pcb_share_note(pcb_store *s, const uint8_t *sname, size_t len, uint64_t gen, pcb_status *st);
 /* Records a clear() (store lock held, before mem_gen is bumped). */
-void pcb_share_note_clear(pcb_store *s);
+void pcb_share_note_clear(pcb_store *s, uint64_t gen);
 /* The generation noted for stored name, 0 if none (store lock held). */
 uint64_t pcb_share_noted(const pcb_store *s, const uint8_t *sname, size_t len);
 /* Puts a name's note back to prev (0: no note) after a failed commit's

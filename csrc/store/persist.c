@@ -133,26 +133,23 @@ static int serialize(pcb_store *s, pcb_buf *b, pcb_status *st)
     return ok && (!b->failed || pcb_oom(st));
 }
 
-int pcb_persist_write(pcb_store *s, uint64_t *gen, pcb_status *st)
+int pcb_persist_serialize(pcb_store *s, pcb_buf *b, pcb_status *st)
+{
+    return serialize(s, b, st);
+}
+
+int pcb_persist_write_bytes(pcb_store *s, const pcb_buf *b, pcb_status *st)
 {
     PCB_ASSERT(pcb_share_held(s)); /* a transaction's (txn.c), or a new store's load */
-    pcb_buf b;
-    pcb_buf_init(&b);
+    PCB_ASSERT_UNLOCKED(s);
+    /* Timed without the lock, added under it (the stage clocks are the lock's). */
+    uint64_t t0 = pcb_clock_ns();
+    int ok = pcb_atomic_write(s->path, s->dir, b->data, b->len, 0600, st);
+    uint64_t dt = pcb_clock_ns() - t0;
     pcb_store_lock(s);
-    int ok = serialize(s, &b, st);
-    *gen = s->mem_gen;
+    if (s->stages_on)
+        s->stage_ns[PCB_STAGE_IO] += dt;
     pcb_store_unlock(s);
-    if (ok) {
-        /* Timed without the lock, added under it (the stage clocks are the lock's). */
-        uint64_t t0 = pcb_clock_ns();
-        ok = pcb_atomic_write(s->path, s->dir, b.data, b.len, 0600, st);
-        uint64_t dt = pcb_clock_ns() - t0;
-        pcb_store_lock(s);
-        if (s->stages_on)
-            s->stage_ns[PCB_STAGE_IO] += dt;
-        pcb_store_unlock(s);
-    }
-    pcb_buf_free(&b);
     return ok;
 }
 
@@ -468,10 +465,18 @@ static int load_keys_and_rest(pcb_store *s, load_ctx *c, int *created, int *agai
     if (ok && *created) {
         /* The store's first write, under the file lock taken above and
          * before any other thread can reach the store: nothing to merge. */
-        uint64_t gen;
-        ok = (pcb_share_held(s) || pcb_share_lock(s, st)) && pcb_persist_write(s, &gen, st);
+        pcb_buf b;
+        pcb_buf_init(&b);
+        ok = pcb_share_held(s) || pcb_share_lock(s, st);
+        if (ok) {
+            pcb_store_lock(s);
+            ok = serialize(s, &b, st);
+            pcb_store_unlock(s);
+        }
+        ok = ok && pcb_persist_write_bytes(s, &b, st);
+        pcb_buf_free(&b);
         if (ok)
-            pcb_share_written(s, gen);
+            pcb_share_written(s, 0); /* generation 0: nothing applied yet */
     }
     return ok;
 }

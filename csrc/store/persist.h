@@ -14,12 +14,12 @@
 
 #include "store/internal.h"
 
-/* Serializes the store as memory holds it (taking the store's lock), then
- * writes the file atomically (the file lock held: the caller is a
- * transaction, store/txn.h, or a new store's load). *gen gets the
- * generation written (left as the caller set it when the write fails
- * before serializing). 1, or 0 with st set. */
-int pcb_persist_write(pcb_store *s, uint64_t *gen, pcb_status *st);
+/* The file's bytes for memory as it is (store lock held), into b (reset). */
+int pcb_persist_serialize(pcb_store *s, pcb_buf *b, pcb_status *st);
+/* Writes b as the file, atomically (the file lock held: the caller is a
+ * transaction, store/txn.h, or a new store's load; the store lock not).
+ * 1, or 0 with st set. */
+int pcb_persist_write_bytes(pcb_store *s, const pcb_buf *b, pcb_status *st);
 /* Loads the file into the empty map, with its keys (or new ones for a new
  * store: *created = 1). 1, or 0 with st set. */
 int pcb_persist_load(pcb_store *s, int *created, pcb_status *st);

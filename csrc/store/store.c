@@ -59,7 +59,7 @@ static void fork_child(void)
         pthread_cond_init(&s->cond, NULL);
         s->writer_started = 0;
         s->writer_stop = 0;
-        s->writing = 0;
+        pcb_txn_after_fork_child(s);
         s->lock_owned = s->io_owned = 0; /* the debug record of who held them (internal.h) */
         pcb_share_after_fork_child(s->share); /* a parent's file lock stays the parent's */
     }
@@ -137,6 +137,7 @@ static void store_free(pcb_store *s)
     pcb_buf_free(&s->keyset_text[0]);
     pcb_buf_free(&s->keyset_text[1]);
     pcb_share_free(s->share);
+    pcb_txn_gens_free(s->gens);
     free(s->path);
     free(s->dir);
     free(s->store_name);
@@ -236,7 +237,7 @@ static pcb_store *store_new(const char *path, const pcb_store_options *opt,
         store_free(s);
         return NULL;
     }
-    if ((s->share = pcb_share_new()) == NULL) {
+    if ((s->share = pcb_share_new()) == NULL || (s->gens = pcb_txn_gens_new()) == NULL) {
         pcb_oom(st);
         store_free(s);
         return NULL;
@@ -288,11 +289,10 @@ pcb_store *pcb_store_open(const char *path, const pcb_store_options *opt,
 int pcb_store_flush(pcb_store *s, pcb_status *st)
 {
     pcb_store_lock(s);
-    const uint64_t target = s->mem_gen;
-    while (s->writer_started && s->disk_gen < target && !s->writer_stop
-           && !(s->write_errno != 0 && s->fail_gen >= target))
+    const uint64_t target = pcb_txn_mem_gen(s);
+    while (s->writer_started && !s->writer_stop && pcb_txn_flushing(s, target))
         pcb_store_wait(s);
-    int pending = s->disk_gen < target;
+    int pending = !pcb_txn_on_disk(s, target);
     pcb_store_unlock(s);
     return !pending || pcb_txn_write_pending(s, 1, st);
 }

@@ -6,10 +6,44 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "store/internal.h"
 #include "store/merge.h"
 #include "store/persist.h"
+
+/* The store's generations and write state (struct pcb_store's `gens`). */
+struct pcb_gens {
+    uint64_t mem_gen, disk_gen; /* changes applied / changes on disk */
+    int writing;                /* a transaction writes; memory is its own */
+    int write_errno;            /* the last failed write of applied changes (0: none) */
+    uint64_t fail_gen;          /* the generation it tried to write */
+    char write_error[256];
+};
+
+struct pcb_gens *pcb_txn_gens_new(void) { return calloc(1, sizeof(struct pcb_gens)); }
+void pcb_txn_gens_free(struct pcb_gens *g) { free(g); }
+
+uint64_t pcb_txn_mem_gen(const pcb_store *s) { return s->gens->mem_gen; }
+
+int pcb_txn_writing(const pcb_store *s) { return s->gens->writing; }
+
+void pcb_txn_applied(pcb_store *s)
+{
+    PCB_ASSERT_LOCKED(s);
+    PCB_ASSERT(!s->gens->writing);
+    s->gens->mem_gen++;
+}
+
+int pcb_txn_flushing(const pcb_store *s, uint64_t target)
+{
+    const struct pcb_gens *g = s->gens;
+    return g->disk_gen < target && !(g->write_errno != 0 && g->fail_gen >= target);
+}
+
+int pcb_txn_on_disk(const pcb_store *s, uint64_t target) { return s->gens->disk_gen >= target; }
+
+void pcb_txn_after_fork_child(pcb_store *s) { s->gens->writing = 0; }
 
 /* Other writers' changes since this store last read or wrote the file,
  * merged into memory (file lock held, store lock not). 1, or 0 with st set
@@ -52,8 +86,8 @@ static int begin_io_held(pcb_txn *t, pcb_store *s, const pcb_txn_change *change,
     }
     pcb_store_lock(s);
     /* No transaction is half done: a failed one put everything back. */
-    PCB_ASSERT(!s->writing);
-    t->gen_before = s->mem_gen;
+    PCB_ASSERT(!s->gens->writing);
+    t->gen_before = s->gens->mem_gen;
     t->held = 1;
     return 1;
 }
@@ -68,15 +102,23 @@ int pcb_txn_begin(pcb_txn *t, pcb_store *s, const pcb_txn_change *change, pcb_st
 }
 
 /* The file as memory holds it now, and what the other writers see of it
- * (io_lock and the file lock held, the store's lock not). */
+ * (io_lock and the file lock held, the store's lock not): serialized under
+ * the lock (*gen: the generation it holds), written without it. */
 static int write_file(pcb_store *s, uint64_t *gen, pcb_status *st)
 {
     PCB_ASSERT_IO(s);
     PCB_ASSERT_UNLOCKED(s);
-    if (!pcb_persist_write(s, gen, st))
-        return 0;
-    pcb_share_written(s, *gen);
-    return 1;
+    pcb_buf b;
+    pcb_buf_init(&b);
+    pcb_store_lock(s);
+    int ok = pcb_persist_serialize(s, &b, st);
+    *gen = s->gens->mem_gen;
+    pcb_store_unlock(s);
+    ok = ok && pcb_persist_write_bytes(s, &b, st);
+    pcb_buf_free(&b);
+    if (ok)
+        pcb_share_written(s, *gen);
+    return ok;
 }
 
 /* gen is on disk (lock held): disk_gen advanced, a failure it covers
@@ -84,10 +126,10 @@ static int write_file(pcb_store *s, uint64_t *gen, pcb_status *st)
 static void note_written(pcb_store *s, uint64_t gen)
 {
     PCB_ASSERT_LOCKED(s);
-    if (gen > s->disk_gen)
-        s->disk_gen = gen;
-    if (s->write_errno != 0 && s->disk_gen >= s->fail_gen)
-        s->write_errno = 0;
+    if (gen > s->gens->disk_gen)
+        s->gens->disk_gen = gen;
+    if (s->gens->write_errno != 0 && s->gens->disk_gen >= s->gens->fail_gen)
+        s->gens->write_errno = 0;
     pthread_cond_broadcast(&s->cond);
 }
 
@@ -97,13 +139,13 @@ int pcb_txn_write(pcb_txn *t, pcb_status *st)
     PCB_ASSERT(t->held && !t->wrote);
     PCB_ASSERT_LOCKED(s);
     t->wrote = 1;
-    s->mem_gen++;
-    s->writing = 1; /* open -> writing: memory is this transaction's */
-    t->gen = s->mem_gen;
+    s->gens->mem_gen++;
+    s->gens->writing = 1; /* open -> writing: memory is this transaction's */
+    t->gen = s->gens->mem_gen;
     pcb_store_unlock(s);
     int ok = write_file(s, &t->gen, st);
     pcb_store_lock(s);
-    PCB_ASSERT(s->writing && s->mem_gen == t->gen_before + 1);
+    PCB_ASSERT(s->gens->writing && s->gens->mem_gen == t->gen_before + 1);
     if (ok)
         note_written(s, t->gen);
     t->failed = !ok;
@@ -123,7 +165,7 @@ int pcb_txn_end(pcb_txn *t)
         if (t->change != NULL)
             t->change->undo(s, t->change->arg);
         if (t->wrote && t->change != NULL)
-            s->mem_gen = t->gen_before;
+            s->gens->mem_gen = t->gen_before;
         if (t->merged) {
             /* Memory as it was before the merge too, and the next
              * transaction reads the file again and merges from scratch. */
@@ -135,11 +177,11 @@ int pcb_txn_end(pcb_txn *t)
             pcb_share_forget_seen(s);
         }
     }
-    PCB_ASSERT(published || t->change == NULL || s->mem_gen == t->gen_before);
+    PCB_ASSERT(published || t->change == NULL || s->gens->mem_gen == t->gen_before);
     if (t->merged)
         pcb_map_free(&t->before);
     t->merged = 0;
-    s->writing = 0; /* writing -> open */
+    s->gens->writing = 0; /* writing -> open */
     pthread_cond_broadcast(&s->cond);
     pcb_store_unlock(s);
     pcb_share_unlock(s);
@@ -152,24 +194,24 @@ int pcb_txn_end(pcb_txn *t)
 static void note_failed(pcb_store *s, uint64_t gen, const pcb_status *st)
 {
     PCB_ASSERT_LOCKED(s);
-    s->write_errno = st->code == PCB_E_OS && st->os_errno ? st->os_errno : EIO;
-    s->fail_gen = gen;
-    snprintf(s->write_error, sizeof s->write_error,
+    s->gens->write_errno = st->code == PCB_E_OS && st->os_errno ? st->os_errno : EIO;
+    s->gens->fail_gen = gen;
+    snprintf(s->gens->write_error, sizeof s->gens->write_error,
              "writing applied changes failed (they stay pending): %.200s", st->msg);
     pthread_cond_broadcast(&s->cond);
 }
 
 int pcb_txn_has_work(const pcb_store *s)
 {
-    return s->disk_gen < s->mem_gen && !(s->write_errno != 0 && s->fail_gen >= s->mem_gen);
+    return s->gens->disk_gen < s->gens->mem_gen && !(s->gens->write_errno != 0 && s->gens->fail_gen >= s->gens->mem_gen);
 }
 
 int pcb_txn_write_pending(pcb_store *s, int retry_failed, pcb_status *st)
 {
     pcb_io_lock(s);
     pcb_store_lock(s);
-    uint64_t gen = s->mem_gen;
-    int pending = retry_failed ? s->disk_gen < gen : pcb_txn_has_work(s);
+    uint64_t gen = s->gens->mem_gen;
+    int pending = retry_failed ? s->gens->disk_gen < gen : pcb_txn_has_work(s);
     pcb_store_unlock(s);
     if (!pending) { /* nothing to write: no file lock taken */
         pcb_io_unlock(s);
@@ -180,7 +222,7 @@ int pcb_txn_write_pending(pcb_store *s, int retry_failed, pcb_status *st)
     int ok = begin_io_held(&t, s, NULL, &local);
     if (ok) {
         /* Nothing new in memory: the changes already applied go out. */
-        gen = s->mem_gen;
+        gen = s->gens->mem_gen;
         pcb_store_unlock(s); /* apply() may go on meanwhile: its change is the next write's */
         ok = write_file(s, &gen, &local);
         pcb_store_lock(s);
@@ -199,7 +241,7 @@ int pcb_txn_write_pending(pcb_store *s, int retry_failed, pcb_status *st)
     }
     if (!ok && st != NULL) {
         *st = local;
-        snprintf(st->msg, sizeof st->msg, "%s", s->write_error);
+        snprintf(st->msg, sizeof st->msg, "%s", s->gens->write_error);
     }
     return ok;
 }

@@ -92,4 +92,20 @@ int pcb_txn_write_pending(pcb_store *s, int retry_failed, pcb_status *st);
  * generation yet (store lock held). */
 int pcb_txn_has_work(const pcb_store *s);
 
+/* The generations' state, made and freed with the store (store.c). */
+struct pcb_gens *pcb_txn_gens_new(void);
+void pcb_txn_gens_free(struct pcb_gens *g);
+/* The store lock held for each: changes applied to memory so far (a merge
+ * note's change belongs to mem_gen + 1); whether a transaction's write is
+ * in flight (nothing else may change memory then); apply()'s change counted
+ * (the writer's work); 1 while target is not on disk and the writer may
+ * still get it there (no failure at target yet); 1 once target is on disk. */
+uint64_t pcb_txn_mem_gen(const pcb_store *s);
+int pcb_txn_writing(const pcb_store *s);
+void pcb_txn_applied(pcb_store *s);
+int pcb_txn_flushing(const pcb_store *s, uint64_t target);
+int pcb_txn_on_disk(const pcb_store *s, uint64_t target);
+/* In a forked child: no write is in flight there. */
+void pcb_txn_after_fork_child(pcb_store *s);
+
 #endif /* PCB_STORE_TXN_H */
