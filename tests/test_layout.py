@@ -50,3 +50,75 @@ def test_headers_open_with_their_contract(path: Path):
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_no_file_outgrows_a_reader(path: Path):
     assert len(path.read_text().splitlines()) <= 900
+
+
+# ---- no cycles: between headers (includes) or between files (calls)
+
+def _strip(text: str) -> str:
+    return re.sub(r"/\*.*?\*/|//[^\n]*", "", text, flags=re.S)
+
+
+def _call_graph() -> dict[Path, set[Path]]:
+    """Which .c file calls a function defined (non-static) in which other .c file."""
+    sources = {p: _strip(p.read_text()) for p in FILES if p.suffix == ".c"}
+    defined: dict[str, Path] = {}
+    for p, text in sources.items():
+        for m in re.finditer(r"^(?!static\b)[\w \t\*]+?\b(pcb_\w+)\s*\([^;{]*\)\s*\{", text, re.M):
+            defined.setdefault(m.group(1), p)
+    return {p: {defined[n] for n in set(re.findall(r"\b(pcb_\w+)\s*\(", text))
+                if n in defined and defined[n] != p}
+            for p, text in sources.items()}
+
+
+def _cycles(graph: dict) -> list[list]:
+    """Strongly connected components of more than one node (Tarjan)."""
+    index: dict = {}
+    low: dict = {}
+    stack: list = []
+    on: set = set()
+    out: list[list] = []
+
+    def visit(v) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(str(c) for c in comp))
+
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_two_files_call_each_other():
+    """One home per rule: no call cycle between the C files (csrc/store's pieces each have one
+    owner; SQLite's pager is the model)."""
+    graph = _call_graph()
+    assert sum(len(v) for v in graph.values()) > 20, "the call graph looks empty: the scan broke"
+    rel = {p: p.relative_to(CSRC) for p in graph}
+    assert _cycles({rel[a]: {rel[b] for b in bs} for a, bs in graph.items()}) == []
+
+
+def test_headers_include_no_cycle():
+    graph = {p.relative_to(CSRC): {Path(i) for i in re.findall(r'#include "([^"]+)"', p.read_text())}
+             for p in FILES if p.suffix == ".h"}
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

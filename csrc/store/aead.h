@@ -1,8 +1,10 @@
 /*
- * store/aead.h — the store's AEAD blobs: a context pair for one key, and
- * nonce(12) || ciphertext || tag(16) sealed and opened (the values', the
- * sealed map's and the keysets' layout, over crypto/evp's one AEAD call
- * sequence). A leaf of the store layer: it calls nothing of store/.
+ * store/aead.h — the store's AEAD blobs.
+ *
+ * Owns: a context pair for one key, and nonce(12) || ciphertext || tag(16)
+ * sealed and opened (the values', the sealed map's and the keysets' layout,
+ * over crypto/evp's one AEAD call sequence). A leaf of the store layer: it
+ * calls nothing of store/.
  *
  * Thread safety: a context pair is used by one thread at a time (the
  * store's lock, or before the store is shared). Lengths are bytes.
