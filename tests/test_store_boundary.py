@@ -22,7 +22,7 @@ import pycipherbench as pcb
 from pycipherbench import _core, store
 
 PKG_ROOT = str(Path(pcb.__file__).resolve().parent.parent)
-CSRC = Path(PKG_ROOT) / "csrc"
+CSRC = Path(__file__).resolve().parent.parent / "csrc"  # the checkout the tests belong to (the package may be installed elsewhere)
 TIMEOUT = 120  # generous: the defects crashed or hung, they were never slow
 
 PRELUDE = textwrap.dedent("""\
