@@ -438,6 +438,7 @@ def test_core_in_a_subinterpreter(tmp_path):
 
 
 def test_c_core_imports_no_python_package():
+    assert sorted(CSRC.glob("*/*.[ch]")), f"no C sources under {CSRC}"
     for f in sorted(CSRC.glob("*/*.[ch]")):
         code = re.sub(r"/\*.*?\*/", "", f.read_text(), flags=re.S)  # comments may name them
         assert not re.search(r"PyImport_\w*\s*\(", code), f"{f} imports a Python module"
