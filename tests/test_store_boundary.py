@@ -367,6 +367,7 @@ def test_own_gil_subinterpreter_matches_the_declared_slot(tmp_path):
 
 
 def test_no_private_cpython_api():
+    assert sorted((CSRC / "py").glob("*.[ch]")), f"no C sources under {CSRC}"
     for f in sorted((CSRC / "py").glob("*.[ch]")):
         text = f.read_text()
         code = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
