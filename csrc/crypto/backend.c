@@ -8,9 +8,10 @@
 #include <string.h>
 #include <openssl/crypto.h>
 
-static const char *const names[PCB_BK_COUNT] = {"openssl", "sodium", "nettle", "gcrypt", "mbedtls"};
+static const char *const names[PCB_BK_COUNT] = {"openssl", "sodium", "nettle", "gcrypt", "mbedtls",
+                                                   "floor"};
 static const char *const apt[PCB_BK_COUNT] = {"", "libsodium-dev", "nettle-dev", "libgcrypt20-dev",
-                                             "libmbedtls-dev"};
+                                             "libmbedtls-dev", ""};
 
 static const pcb_backend_ops *ready[PCB_BK_COUNT]; /* set once by pcb_backends_init */
 static char absent[PCB_BK_COUNT][200];
@@ -40,6 +41,7 @@ static const pcb_backend_ops *compiled(pcb_backend b)
     case PCB_BK_NETTLE: return pcb_nettle_ops;
     case PCB_BK_GCRYPT: return pcb_gcrypt_ops;
     case PCB_BK_MBEDTLS: return pcb_mbedtls_ops;
+    case PCB_BK_FLOOR: return pcb_floor_ops;
     default: return NULL;
     }
 }
@@ -53,7 +55,8 @@ void pcb_backends_init(void)
             snprintf(absent[b], sizeof absent[b],
                      "not compiled in (install %s and pkg-config, then rebuild)", apt[b]);
         } else if (ops->init && !ops->init(&st)) {
-            snprintf(absent[b], sizeof absent[b], "failed to initialise: %.170s", st.msg);
+            snprintf(absent[b], sizeof absent[b], "%s%.170s",
+                     b == PCB_BK_FLOOR ? "" : "failed to initialise: ", st.msg);
         } else {
             ready[b] = ops;
         }

@@ -1,0 +1,264 @@
+/*
+ * crypto/floor.c — the floor's CPU rule and AES-GCM (see floor.h).
+ *
+ * GHASH works on byte-reversed blocks (Intel's carry-less multiplication
+ * white paper, algorithm 5: the 256-bit product shifted left one bit, then
+ * reduced modulo x^128 + x^7 + x^2 + x + 1); up to eight blocks are
+ * multiplied by H^8..H^1 and summed before one reduction. The first CTR batch
+ * carries J0 with up to seven counter blocks, so a message of up to 112 bytes
+ * is one pass through the AES rounds; longer ones run eight blocks at a time
+ * with the GHASH of the same eight in the loop body.
+ */
+#include "crypto/floor.h"
+#include "crypto/floor_aes.h"
+
+#ifdef PCB_FLOOR_X86
+
+struct pcb_floor_gcm {
+    floor_aes aes;
+    __m128i h[8]; /* H^1..H^8, byte-reversed */
+};
+
+const char *pcb_floor_missing(void)
+{
+    __builtin_cpu_init();
+    int aes = __builtin_cpu_supports("aes"), pcl = __builtin_cpu_supports("pclmul"),
+        s41 = __builtin_cpu_supports("sse4.1");
+    if (aes && pcl && s41)
+        return NULL;
+    if (!aes && !pcl)
+        return "AES-NI and PCLMULQDQ";
+    if (!aes)
+        return "AES-NI";
+    return !pcl ? "PCLMULQDQ" : "SSE4.1";
+}
+
+PCB_FLOOR_FN void clmul_acc(__m128i a, __m128i b, __m128i *lo, __m128i *mid, __m128i *hi)
+{
+    *lo = _mm_xor_si128(*lo, _mm_clmulepi64_si128(a, b, 0x00));
+    *hi = _mm_xor_si128(*hi, _mm_clmulepi64_si128(a, b, 0x11));
+    *mid = _mm_xor_si128(*mid, _mm_xor_si128(_mm_clmulepi64_si128(a, b, 0x10),
+                                             _mm_clmulepi64_si128(a, b, 0x01)));
+}
+
+/* The sum of products (lo, mid, hi) as one reduced field element. */
+PCB_FLOOR_FN __m128i gf_reduce(__m128i lo, __m128i mid, __m128i hi)
+{
+    __m128i t3 = _mm_xor_si128(lo, _mm_slli_si128(mid, 8));
+    __m128i t6 = _mm_xor_si128(hi, _mm_srli_si128(mid, 8));
+    /* shift the 256-bit t6:t3 left by one bit */
+    __m128i t7 = _mm_srli_epi32(t3, 31), t8 = _mm_srli_epi32(t6, 31);
+    t3 = _mm_slli_epi32(t3, 1);
+    t6 = _mm_slli_epi32(t6, 1);
+    __m128i t9 = _mm_srli_si128(t7, 12);
+    t8 = _mm_slli_si128(t8, 4);
+    t7 = _mm_slli_si128(t7, 4);
+    t3 = _mm_or_si128(t3, t7);
+    t6 = _mm_or_si128(_mm_or_si128(t6, t8), t9);
+    /* reduce */
+    t7 = _mm_xor_si128(_mm_xor_si128(_mm_slli_epi32(t3, 31), _mm_slli_epi32(t3, 30)),
+                       _mm_slli_epi32(t3, 25));
+    t8 = _mm_srli_si128(t7, 4);
+    t7 = _mm_slli_si128(t7, 12);
+    t3 = _mm_xor_si128(t3, t7);
+    __m128i t2 = _mm_xor_si128(_mm_xor_si128(_mm_srli_epi32(t3, 1), _mm_srli_epi32(t3, 2)),
+                               _mm_xor_si128(_mm_srli_epi32(t3, 7), t8));
+    return _mm_xor_si128(t6, _mm_xor_si128(t3, t2));
+}
+
+PCB_FLOOR_FN __m128i gf_mul(__m128i a, __m128i b)
+{
+    __m128i lo = _mm_setzero_si128(), mid = lo, hi = lo;
+    clmul_acc(a, b, &lo, &mid, &hi);
+    return gf_reduce(lo, mid, hi);
+}
+
+/* x folded with n (1..8) byte-reversed blocks: (x ^ b0) H^n + b1 H^(n-1) + ... */
+PCB_FLOOR_FN __m128i ghash_n(const pcb_floor_gcm *k, __m128i x, const __m128i *b, int n)
+{
+    __m128i lo = _mm_setzero_si128(), mid = lo, hi = lo;
+    clmul_acc(_mm_xor_si128(b[0], x), k->h[n - 1], &lo, &mid, &hi);
+    for (int i = 1; i < n; i++)
+        clmul_acc(b[i], k->h[n - 1 - i], &lo, &mid, &hi);
+    return gf_reduce(lo, mid, hi);
+}
+
+/* x folded with len bytes (the last block zero-padded). */
+PCB_FLOOR_FN __m128i ghash_bytes(const pcb_floor_gcm *k, __m128i x, const uint8_t *p, size_t len)
+{
+    __m128i b[8];
+    while (len) {
+        int n = 0;
+        while (n < 8 && len >= 16) {
+            b[n++] = floor_bswap(_mm_loadu_si128((const __m128i *)p));
+            p += 16, len -= 16;
+        }
+        if (n < 8 && len) {
+            b[n++] = floor_bswap(floor_load_partial(p, len));
+            len = 0;
+        }
+        x = ghash_n(k, x, b, n);
+    }
+    return x;
+}
+
+PCB_FLOOR_API pcb_floor_gcm *pcb_floor_gcm_new(const uint8_t *key, size_t key_len)
+{
+    if (key_len != 16 && key_len != 32)
+        return NULL;
+    pcb_floor_gcm *k = floor_alloc(sizeof *k);
+    if (k == NULL)
+        return NULL;
+    floor_aes_key(&k->aes, key, key_len);
+    k->h[0] = floor_bswap(floor_aes1(&k->aes, _mm_setzero_si128()));
+    for (int i = 1; i < 8; i++)
+        k->h[i] = gf_mul(k->h[i - 1], k->h[0]);
+    return k;
+}
+
+void pcb_floor_gcm_free(pcb_floor_gcm *k)
+{
+    floor_release(k, sizeof *k);
+}
+
+/* The whole message; enc is a constant in each caller. tag gets the tag. */
+PCB_FLOOR_FN void gcm_run(const pcb_floor_gcm *k, const uint8_t iv[12], const uint8_t *aad,
+                          size_t aad_len, const uint8_t *in, size_t len, uint8_t *out,
+                          uint8_t tag[16], int enc)
+{
+    const __m128i one = _mm_set_epi32(0, 0, 0, 1);
+    uint8_t j0b[16];
+    memcpy(j0b, iv, 12);
+    j0b[12] = 0, j0b[13] = 0, j0b[14] = 0, j0b[15] = 1;
+    const __m128i j0 = _mm_loadu_si128((const __m128i *)j0b);
+    __m128i ctr = floor_bswap(j0); /* inc32 is a 32-bit add in the low lane */
+    __m128i x = _mm_setzero_si128(), b[8], ej0;
+    if (aad_len)
+        x = ghash_bytes(k, x, aad, aad_len);
+
+    /* First batch: J0 and up to seven counter blocks. */
+    size_t nb = (len + 15) / 16, first = nb < 7 ? nb : 7, done = len < 112 ? len : 112;
+    b[0] = j0;
+    for (size_t i = 1; i <= first; i++) {
+        ctr = _mm_add_epi32(ctr, one);
+        b[i] = floor_bswap(ctr);
+    }
+    floor_aesn(&k->aes, b, (int)first + 1);
+    ej0 = b[0];
+    if (!enc && done)
+        x = ghash_bytes(k, x, in, done);
+    for (size_t i = 0; i < first; i++) {
+        size_t off = 16 * i, n = done - off < 16 ? done - off : 16;
+        if (n == 16)
+            _mm_storeu_si128((__m128i *)(out + off),
+                             _mm_xor_si128(b[i + 1], _mm_loadu_si128((const __m128i *)(in + off))));
+        else
+            floor_store_partial(out + off, _mm_xor_si128(b[i + 1], floor_load_partial(in + off, n)), n);
+    }
+    if (enc && done)
+        x = ghash_bytes(k, x, out, done);
+
+    /* Eight blocks at a time, GHASH of the same eight in the loop body. */
+    while (len - done >= 128) {
+        __m128i c[8];
+        for (int i = 0; i < 8; i++) {
+            ctr = _mm_add_epi32(ctr, one);
+            b[i] = floor_bswap(ctr);
+        }
+        floor_aes8(&k->aes, b);
+        for (int i = 0; i < 8; i++) {
+            __m128i m = _mm_loadu_si128((const __m128i *)(in + done + 16 * i));
+            __m128i o = _mm_xor_si128(b[i], m);
+            _mm_storeu_si128((__m128i *)(out + done + 16 * i), o);
+            c[i] = floor_bswap(enc ? o : m);
+        }
+        x = ghash_n(k, x, c, 8);
+        done += 128;
+    }
+
+    /* The rest: up to 127 bytes. */
+    size_t rem = len - done;
+    if (rem) {
+        int n = (int)((rem + 15) / 16);
+        for (int i = 0; i < n; i++) {
+            ctr = _mm_add_epi32(ctr, one);
+            b[i] = floor_bswap(ctr);
+        }
+        floor_aesn(&k->aes, b, n);
+        if (!enc)
+            x = ghash_bytes(k, x, in + done, rem);
+        for (int i = 0; i < n; i++) {
+            size_t off = done + 16 * (size_t)i, m = len - off < 16 ? len - off : 16;
+            if (m == 16)
+                _mm_storeu_si128((__m128i *)(out + off),
+                                 _mm_xor_si128(b[i], _mm_loadu_si128((const __m128i *)(in + off))));
+            else
+                floor_store_partial(out + off, _mm_xor_si128(b[i], floor_load_partial(in + off, m)), m);
+        }
+        if (enc)
+            x = ghash_bytes(k, x, out + done, rem);
+    }
+
+    const __m128i lens = _mm_set_epi64x((long long)((uint64_t)aad_len * 8),
+                                        (long long)((uint64_t)len * 8));
+    x = gf_mul(_mm_xor_si128(x, lens), k->h[0]);
+    _mm_storeu_si128((__m128i *)tag, _mm_xor_si128(floor_bswap(x), ej0));
+}
+
+PCB_FLOOR_API void pcb_floor_gcm_seal(const pcb_floor_gcm *k, const uint8_t iv[12],
+                                      const uint8_t *aad, size_t aad_len, const uint8_t *in,
+                                      size_t len, uint8_t *out)
+{
+    gcm_run(k, iv, aad, aad_len, in, len, out, out + len, 1);
+}
+
+PCB_FLOOR_API int pcb_floor_gcm_open(const pcb_floor_gcm *k, const uint8_t iv[12],
+                                     const uint8_t *aad, size_t aad_len, const uint8_t *in,
+                                     size_t len, const uint8_t tag[16], uint8_t *out)
+{
+    uint8_t want[16], given[16];
+    memcpy(given, tag, 16); /* tag may lie in out's way when out == in */
+    gcm_run(k, iv, aad, aad_len, in, len, out, want, 0);
+    int ok = CRYPTO_memcmp(want, given, 16) == 0;
+    if (!ok)
+        OPENSSL_cleanse(out, len);
+    return ok;
+}
+
+#else /* not x86 */
+
+const char *pcb_floor_missing(void)
+{
+#if defined(__aarch64__)
+    return "x86 AES-NI and PCLMULQDQ (this build is for aarch64)";
+#else
+    return "x86 AES-NI and PCLMULQDQ (this build is not for x86)";
+#endif
+}
+
+pcb_floor_gcm *pcb_floor_gcm_new(const uint8_t *key, size_t key_len)
+{
+    (void)key, (void)key_len;
+    return NULL;
+}
+
+void pcb_floor_gcm_free(pcb_floor_gcm *k)
+{
+    (void)k;
+}
+
+void pcb_floor_gcm_seal(const pcb_floor_gcm *k, const uint8_t iv[12], const uint8_t *aad,
+                        size_t aad_len, const uint8_t *in, size_t len, uint8_t *out)
+{
+    (void)k, (void)iv, (void)aad, (void)aad_len, (void)in, (void)len, (void)out;
+}
+
+int pcb_floor_gcm_open(const pcb_floor_gcm *k, const uint8_t iv[12], const uint8_t *aad,
+                       size_t aad_len, const uint8_t *in, size_t len, const uint8_t tag[16],
+                       uint8_t *out)
+{
+    (void)k, (void)iv, (void)aad, (void)aad_len, (void)in, (void)len, (void)tag, (void)out;
+    return 0;
+}
+
+#endif
