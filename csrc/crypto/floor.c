@@ -24,6 +24,11 @@ const char *pcb_floor_missing(void)
     __builtin_cpu_init();
     int aes = __builtin_cpu_supports("aes"), pcl = __builtin_cpu_supports("pclmul"),
         s41 = __builtin_cpu_supports("sse4.1");
+    /* hw_aes=False runs a child with OpenSSL's mask set (pycipherbench/_hwaes.py):
+     * the floor honours it as OpenSSL does, so "AES off" means off for every backend. */
+    const char *mask = getenv("OPENSSL_ia32cap");
+    if (aes && pcl && s41 && mask && mask[0])
+        return "AES-NI and PCLMULQDQ (hidden by OPENSSL_ia32cap)";
     if (aes && pcl && s41)
         return NULL;
     if (!aes && !pcl)
@@ -83,23 +88,34 @@ PCB_FLOOR_FN __m128i ghash_n(const pcb_floor_gcm *k, __m128i x, const __m128i *b
     return gf_reduce(lo, mid, hi);
 }
 
-/* x folded with len bytes (the last block zero-padded). */
-PCB_FLOOR_FN __m128i ghash_bytes(const pcb_floor_gcm *k, __m128i x, const uint8_t *p, size_t len)
+/* GHASH with up to eight blocks pending, so that the associated data, a
+ * short message and the length block share one reduction. */
+typedef struct {
+    __m128i x, b[8];
+    int n;
+} ghash_acc;
+
+PCB_FLOOR_FN void acc_flush(const pcb_floor_gcm *k, ghash_acc *a)
 {
-    __m128i b[8];
-    while (len) {
-        int n = 0;
-        while (n < 8 && len >= 16) {
-            b[n++] = floor_bswap(_mm_loadu_si128((const __m128i *)p));
-            p += 16, len -= 16;
-        }
-        if (n < 8 && len) {
-            b[n++] = floor_bswap(floor_load_partial(p, len));
-            len = 0;
-        }
-        x = ghash_n(k, x, b, n);
-    }
-    return x;
+    if (a->n)
+        a->x = ghash_n(k, a->x, a->b, a->n);
+    a->n = 0;
+}
+
+PCB_FLOOR_FN void acc_push(const pcb_floor_gcm *k, ghash_acc *a, __m128i block)
+{
+    a->b[a->n++] = floor_bswap(block);
+    if (a->n == 8)
+        acc_flush(k, a);
+}
+
+/* len bytes, the last block zero-padded. */
+PCB_FLOOR_FN void acc_bytes(const pcb_floor_gcm *k, ghash_acc *a, const uint8_t *p, size_t len)
+{
+    for (; len >= 16; p += 16, len -= 16)
+        acc_push(k, a, _mm_loadu_si128((const __m128i *)p));
+    if (len)
+        acc_push(k, a, floor_load_partial(p, len));
 }
 
 PCB_FLOOR_API pcb_floor_gcm *pcb_floor_gcm_new(const uint8_t *key, size_t key_len)
@@ -132,9 +148,10 @@ PCB_FLOOR_FN void gcm_run(const pcb_floor_gcm *k, const uint8_t iv[12], const ui
     j0b[12] = 0, j0b[13] = 0, j0b[14] = 0, j0b[15] = 1;
     const __m128i j0 = _mm_loadu_si128((const __m128i *)j0b);
     __m128i ctr = floor_bswap(j0); /* inc32 is a 32-bit add in the low lane */
-    __m128i x = _mm_setzero_si128(), b[8], ej0;
-    if (aad_len)
-        x = ghash_bytes(k, x, aad, aad_len);
+    __m128i b[8], ej0;
+    ghash_acc acc;
+    acc.x = _mm_setzero_si128(), acc.n = 0;
+    acc_bytes(k, &acc, aad, aad_len);
 
     /* First batch: J0 and up to seven counter blocks. */
     size_t nb = (len + 15) / 16, first = nb < 7 ? nb : 7, done = len < 112 ? len : 112;
@@ -145,8 +162,8 @@ PCB_FLOOR_FN void gcm_run(const pcb_floor_gcm *k, const uint8_t iv[12], const ui
     }
     floor_aesn(&k->aes, b, (int)first + 1);
     ej0 = b[0];
-    if (!enc && done)
-        x = ghash_bytes(k, x, in, done);
+    if (!enc)
+        acc_bytes(k, &acc, in, done);
     for (size_t i = 0; i < first; i++) {
         size_t off = 16 * i, n = done - off < 16 ? done - off : 16;
         if (n == 16)
@@ -155,26 +172,40 @@ PCB_FLOOR_FN void gcm_run(const pcb_floor_gcm *k, const uint8_t iv[12], const ui
         else
             floor_store_partial(out + off, _mm_xor_si128(b[i + 1], floor_load_partial(in + off, n)), n);
     }
-    if (enc && done)
-        x = ghash_bytes(k, x, out, done);
+    if (enc)
+        acc_bytes(k, &acc, out, done);
+    if (len - done >= 128)
+        acc_flush(k, &acc);
 
-    /* Eight blocks at a time, GHASH of the same eight in the loop body. */
+    /* Eight blocks at a time. Decryption hashes the eight it decrypts;
+     * encryption the eight of the previous pass, so that the GHASH chain and
+     * the AES rounds, independent, overlap in the CPU. */
+    __m128i c[8];
+    int pending = 0;
     while (len - done >= 128) {
-        __m128i c[8];
         for (int i = 0; i < 8; i++) {
             ctr = _mm_add_epi32(ctr, one);
             b[i] = floor_bswap(ctr);
         }
+        if (!enc) {
+            for (int i = 0; i < 8; i++)
+                c[i] = floor_bswap(_mm_loadu_si128((const __m128i *)(in + done + 16 * i)));
+            pending = 1;
+        }
+        if (pending)
+            acc.x = ghash_n(k, acc.x, c, 8);
         floor_aes8(&k->aes, b);
         for (int i = 0; i < 8; i++) {
-            __m128i m = _mm_loadu_si128((const __m128i *)(in + done + 16 * i));
-            __m128i o = _mm_xor_si128(b[i], m);
+            __m128i o = _mm_xor_si128(b[i], _mm_loadu_si128((const __m128i *)(in + done + 16 * i)));
             _mm_storeu_si128((__m128i *)(out + done + 16 * i), o);
-            c[i] = floor_bswap(enc ? o : m);
+            if (enc)
+                c[i] = floor_bswap(o);
         }
-        x = ghash_n(k, x, c, 8);
+        pending = enc;
         done += 128;
     }
+    if (pending)
+        acc.x = ghash_n(k, acc.x, c, 8);
 
     /* The rest: up to 127 bytes. */
     size_t rem = len - done;
@@ -186,7 +217,7 @@ PCB_FLOOR_FN void gcm_run(const pcb_floor_gcm *k, const uint8_t iv[12], const ui
         }
         floor_aesn(&k->aes, b, n);
         if (!enc)
-            x = ghash_bytes(k, x, in + done, rem);
+            acc_bytes(k, &acc, in + done, rem);
         for (int i = 0; i < n; i++) {
             size_t off = done + 16 * (size_t)i, m = len - off < 16 ? len - off : 16;
             if (m == 16)
@@ -196,13 +227,14 @@ PCB_FLOOR_FN void gcm_run(const pcb_floor_gcm *k, const uint8_t iv[12], const ui
                 floor_store_partial(out + off, _mm_xor_si128(b[i], floor_load_partial(in + off, m)), m);
         }
         if (enc)
-            x = ghash_bytes(k, x, out + done, rem);
+            acc_bytes(k, &acc, out + done, rem);
     }
 
-    const __m128i lens = _mm_set_epi64x((long long)((uint64_t)aad_len * 8),
-                                        (long long)((uint64_t)len * 8));
-    x = gf_mul(_mm_xor_si128(x, lens), k->h[0]);
-    _mm_storeu_si128((__m128i *)tag, _mm_xor_si128(floor_bswap(x), ej0));
+    /* the length block, byte-reversed back by acc_push */
+    acc_push(k, &acc, floor_bswap(_mm_set_epi64x((long long)((uint64_t)aad_len * 8),
+                                                 (long long)((uint64_t)len * 8))));
+    acc_flush(k, &acc);
+    _mm_storeu_si128((__m128i *)tag, _mm_xor_si128(floor_bswap(acc.x), ej0));
 }
 
 PCB_FLOOR_API void pcb_floor_gcm_seal(const pcb_floor_gcm *k, const uint8_t iv[12],

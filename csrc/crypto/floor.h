@@ -5,8 +5,10 @@
  * Owns: the floor key states (AES round keys, GHASH powers H^1..H^8, CMAC
  * subkeys and CMAC(K, 0^128), all prepared once at key setup), one call per
  * whole message, and the CPU rule: the kernels run only where the CPU has
- * AES-NI, PCLMULQDQ and SSE4.1 (pcb_floor_missing() says what is missing;
- * every other function must not be called there). The x86 code is compiled
+ * AES-NI, PCLMULQDQ and SSE4.1 and OPENSSL_ia32cap hides nothing (as
+ * OpenSSL, the floor treats a set mask as "no AES instructions": the
+ * hw_aes=False child); pcb_floor_missing() says what is missing, and every
+ * other function must not be called then. The x86 code is compiled
  * with per-function target attributes, so the rest of the build needs no
  * flags; off x86 the file compiles to the "missing" answer alone.
  *   GCM: AES-128/256, 12-byte IV, one associated-data string, 16-byte tag.
