@@ -7,11 +7,15 @@ data of every shape, each bit of every tag, long messages across the 8-block loo
 import os
 import platform
 import random
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 import pycipherbench as pcb
-from pycipherbench import _core
+from pycipherbench import _core, store
 
 FLOOR = next(b for b in pcb.backends() if b["name"] == "floor")
 X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
@@ -144,3 +148,91 @@ def test_gcm_spec_vector_with_a_random_key_agrees_with_every_gcm_backend():
     assert len(others) >= 2
     for name in others:
         assert pcb.encrypt(GCM, key, data, iv=iv, aad=aad, backend=name) == want, name
+
+
+# ------------------------------------------------------------- the lean store on the floor
+
+ENTRY = re.compile(rb'<string name="([^"]*)">([^<]*)</string>')
+
+
+def _names(path):
+    return sorted(m.group(1) for m in ENTRY.finditer(Path(path).read_bytes())
+                  if not m.group(1).startswith(b"__androidx_security_crypto_encrypted_prefs_"))
+
+
+@needs_floor
+def test_default_store_on_the_floor_writes_openssls_bytes(tmp_path):
+    """crypto_backend='auto' (the default) seals on the floor: its AES-SIV names are
+    byte-for-byte OpenSSL's (a put of an existing key replaces its entry, it does not add
+    one), its values open on OpenSSL and OpenSSL's on it."""
+    key, path = str(tmp_path / "m.key"), str(tmp_path / "prefs.xml")
+    names = [f"key{i}" * (i % 5 + 1) for i in range(40)] + ["", "é", "x" * 300]
+    with store.open(path, master_key_file=key, crypto_backend="openssl") as s:
+        e = s.edit()
+        for i, n in enumerate(names):
+            e.put_string(n, f"v{i}" * i)
+        e.commit()
+    before = _names(path)
+    with store.open(path, master_key_file=key) as s:  # auto: the floor
+        assert {n: s.get_string(n) for n in names} == {n: f"v{i}" * i for i, n in enumerate(names)}
+        e = s.edit()
+        for i, n in enumerate(names):
+            e.put_string(n, f"w{i}" * i)
+        e.commit()
+    assert _names(path) == before
+    with store.open(path, master_key_file=key, crypto_backend="openssl") as s:
+        assert {n: s.get_string(n) for n in names} == {n: f"w{i}" * i for i, n in enumerate(names)}
+
+
+@needs_floor
+def test_default_store_on_the_floor_rejects_a_tampered_value_and_name(tmp_path):
+    key, path = str(tmp_path / "m.key"), str(tmp_path / "prefs.xml")
+    with store.open(path, master_key_file=key) as s:
+        s.edit().put_string("a", "secret").commit()
+    data = Path(path).read_bytes()
+    m = next(m for m in ENTRY.finditer(data) if not m.group(1).startswith(b"__androidx"))
+    for start in (m.start(2) + 30, m.start(1) + 20):  # a byte of the value, then of the name
+        bad = bytearray(data)
+        bad[start] = ord("A") if bad[start] != ord("A") else ord("B")
+        Path(path).write_bytes(bytes(bad))
+        with store.open(path, master_key_file=key) as s:
+            with pytest.raises(pcb.DecryptionError):
+                s.all()
+    Path(path).write_bytes(data)
+    with store.open(path, master_key_file=key) as s:
+        assert s.get_string("a") == "secret"
+
+
+def test_auto_falls_back_to_openssl_where_the_floor_does_not_serve(tmp_path):
+    """faithful, plain, layout='file' and ChaCha20 values take 'auto' (OpenSSL there)."""
+    key = str(tmp_path / "m.key")
+    for i, kw in enumerate((dict(faithful=True), dict(layout="file"),
+                            dict(value_encryption="chacha20-poly1305"))):
+        path = str(tmp_path / f"p{i}.xml")
+        with store.open(path, master_key_file=key, **kw) as s:
+            s.edit().put_string("a", "b").commit()
+        with store.open(path, master_key_file=key, crypto_backend="openssl", **kw) as s:
+            assert s.get_string("a") == "b"
+    with store.open(str(tmp_path / "plain.xml"), encrypted=False) as s:
+        s.edit().put_string("a", "b").commit()
+    with pytest.raises(ValueError, match=r"crypto_backend must be one of \['auto', 'openssl'"):
+        store.open(str(tmp_path / "x.xml"), master_key_file=key, crypto_backend="fastest")
+
+
+@pytest.mark.skipif(not X86, reason="OPENSSL_ia32cap is x86's mask")
+def test_openssl_ia32cap_hides_the_floor_as_it_hides_openssls_aes(tmp_path):
+    """hw_aes=False runs in a child with OpenSSL's mask set: there the floor is missing,
+    and the default store runs on OpenSSL (its AES in software)."""
+    code = ("import pycipherbench as p, sys\n"
+            "from pycipherbench import store\n"
+            "f = next(b for b in p.backends() if b['name'] == 'floor')\n"
+            "assert not f['available'] and 'OPENSSL_ia32cap' in f['missing'], f\n"
+            f"with store.open({str(tmp_path / 'p.xml')!r}, master_key_file={str(tmp_path / 'k')!r}) as s:\n"
+            "    s.edit().put_string('a', 'b').commit()\n"
+            "    assert s.get_string('a') == 'b'\n"
+            "print('ok')\n")
+    env = dict(os.environ, OPENSSL_ia32cap="~0x200000200000000:~0x60000000000",
+               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
