@@ -78,14 +78,30 @@ PCB_FLOOR_FN __m128i gf_mul(__m128i a, __m128i b)
     return gf_reduce(lo, mid, hi);
 }
 
-/* x folded with n (1..8) byte-reversed blocks: (x ^ b0) H^n + b1 H^(n-1) + ... */
-PCB_FLOOR_FN __m128i ghash_n(const pcb_floor_gcm *k, __m128i x, const __m128i *b, int n)
+/* x folded with n (1..8) byte-reversed blocks: (x ^ b0) H^n + b1 H^(n-1) + ...;
+ * n a constant in each caller (ghash_n's cases). */
+PCB_FLOOR_FN __m128i ghash_k(const pcb_floor_gcm *k, __m128i x, const __m128i *b, const int n)
 {
     __m128i lo = _mm_setzero_si128(), mid = lo, hi = lo;
     clmul_acc(_mm_xor_si128(b[0], x), k->h[n - 1], &lo, &mid, &hi);
+#pragma GCC unroll 8
     for (int i = 1; i < n; i++)
         clmul_acc(b[i], k->h[n - 1 - i], &lo, &mid, &hi);
     return gf_reduce(lo, mid, hi);
+}
+
+PCB_FLOOR_FN __m128i ghash_n(const pcb_floor_gcm *k, __m128i x, const __m128i *b, int n)
+{
+    switch (n) {
+    case 1: return ghash_k(k, x, b, 1);
+    case 2: return ghash_k(k, x, b, 2);
+    case 3: return ghash_k(k, x, b, 3);
+    case 4: return ghash_k(k, x, b, 4);
+    case 5: return ghash_k(k, x, b, 5);
+    case 6: return ghash_k(k, x, b, 6);
+    case 7: return ghash_k(k, x, b, 7);
+    default: return ghash_k(k, x, b, 8);
+    }
 }
 
 /* GHASH with up to eight blocks pending, so that the associated data, a
@@ -137,16 +153,41 @@ void pcb_floor_gcm_free(pcb_floor_gcm *k)
     floor_release(k, sizeof *k);
 }
 
+static const uint8_t mask_tab[32] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+/* n bytes (up to 8 blocks) XORed with the keystream blocks ks, the
+ * ciphertext hashed from registers (a partial block zero-padded). */
+PCB_FLOOR_FN void crypt_blocks(const pcb_floor_gcm *k, ghash_acc *acc, const __m128i *ks,
+                               const uint8_t *in, uint8_t *out, size_t n, int enc)
+{
+    for (size_t off = 0, i = 0; off < n; off += 16, i++) {
+        __m128i x, o;
+        if (n - off >= 16) {
+            x = _mm_loadu_si128((const __m128i *)(in + off));
+            o = _mm_xor_si128(ks[i], x);
+            _mm_storeu_si128((__m128i *)(out + off), o);
+        } else {
+            size_t m = n - off;
+            x = floor_load_partial(in + off, m);
+            o = _mm_and_si128(_mm_xor_si128(ks[i], x),
+                              _mm_loadu_si128((const __m128i *)(mask_tab + 16 - m)));
+            floor_store_partial(out + off, o, m);
+        }
+        acc_push(k, acc, enc ? o : x);
+    }
+}
+
 /* The whole message; enc is a constant in each caller. tag gets the tag. */
 PCB_FLOOR_FN void gcm_run(const pcb_floor_gcm *k, const uint8_t iv[12], const uint8_t *aad,
                           size_t aad_len, const uint8_t *in, size_t len, uint8_t *out,
                           uint8_t tag[16], int enc)
 {
     const __m128i one = _mm_set_epi32(0, 0, 0, 1);
-    uint8_t j0b[16];
-    memcpy(j0b, iv, 12);
-    j0b[12] = 0, j0b[13] = 0, j0b[14] = 0, j0b[15] = 1;
-    const __m128i j0 = _mm_loadu_si128((const __m128i *)j0b);
+    uint32_t w2;
+    memcpy(&w2, iv + 8, 4);
+    const __m128i j0 = _mm_insert_epi32(_mm_insert_epi32(_mm_loadl_epi64((const __m128i *)iv),
+                                                         (int)w2, 2), 0x01000000, 3);
     __m128i ctr = floor_bswap(j0); /* inc32 is a 32-bit add in the low lane */
     __m128i b[8], ej0;
     ghash_acc acc;
@@ -162,18 +203,7 @@ PCB_FLOOR_FN void gcm_run(const pcb_floor_gcm *k, const uint8_t iv[12], const ui
     }
     floor_aesn(&k->aes, b, (int)first + 1);
     ej0 = b[0];
-    if (!enc)
-        acc_bytes(k, &acc, in, done);
-    for (size_t i = 0; i < first; i++) {
-        size_t off = 16 * i, n = done - off < 16 ? done - off : 16;
-        if (n == 16)
-            _mm_storeu_si128((__m128i *)(out + off),
-                             _mm_xor_si128(b[i + 1], _mm_loadu_si128((const __m128i *)(in + off))));
-        else
-            floor_store_partial(out + off, _mm_xor_si128(b[i + 1], floor_load_partial(in + off, n)), n);
-    }
-    if (enc)
-        acc_bytes(k, &acc, out, done);
+    crypt_blocks(k, &acc, b + 1, in, out, done, enc);
     if (len - done >= 128)
         acc_flush(k, &acc);
 
@@ -216,18 +246,7 @@ PCB_FLOOR_FN void gcm_run(const pcb_floor_gcm *k, const uint8_t iv[12], const ui
             b[i] = floor_bswap(ctr);
         }
         floor_aesn(&k->aes, b, n);
-        if (!enc)
-            acc_bytes(k, &acc, in + done, rem);
-        for (int i = 0; i < n; i++) {
-            size_t off = done + 16 * (size_t)i, m = len - off < 16 ? len - off : 16;
-            if (m == 16)
-                _mm_storeu_si128((__m128i *)(out + off),
-                                 _mm_xor_si128(b[i], _mm_loadu_si128((const __m128i *)(in + off))));
-            else
-                floor_store_partial(out + off, _mm_xor_si128(b[i], floor_load_partial(in + off, m)), m);
-        }
-        if (enc)
-            acc_bytes(k, &acc, out + done, rem);
+        crypt_blocks(k, &acc, b, in + done, out + done, rem, enc);
     }
 
     /* the length block, byte-reversed back by acc_push */

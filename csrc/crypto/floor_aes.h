@@ -76,18 +76,38 @@ PCB_FLOOR_FN __m128i floor_aes1(const floor_aes *a, __m128i b)
     return _mm_aesenclast_si128(b, a->rk[a->rounds]);
 }
 
-/* n (1..8) blocks through the rounds side by side. */
-PCB_FLOOR_FN void floor_aesn(const floor_aes *a, __m128i *b, int n)
+/* n blocks through the rounds side by side; n is a constant in each caller
+ * (floor_aesn's cases), so the blocks stay in registers. */
+PCB_FLOOR_FN void floor_aes_k(const floor_aes *a, __m128i *b, const int n)
 {
+#pragma GCC unroll 8
     for (int i = 0; i < n; i++)
         b[i] = _mm_xor_si128(b[i], a->rk[0]);
     for (int r = 1; r < a->rounds; r++) {
         const __m128i k = a->rk[r];
+#pragma GCC unroll 8
         for (int i = 0; i < n; i++)
             b[i] = _mm_aesenc_si128(b[i], k);
     }
+    const __m128i k = a->rk[a->rounds];
+#pragma GCC unroll 8
     for (int i = 0; i < n; i++)
-        b[i] = _mm_aesenclast_si128(b[i], a->rk[a->rounds]);
+        b[i] = _mm_aesenclast_si128(b[i], k);
+}
+
+/* n (1..8) blocks through the rounds side by side. */
+PCB_FLOOR_FN void floor_aesn(const floor_aes *a, __m128i *b, int n)
+{
+    switch (n) {
+    case 1: floor_aes_k(a, b, 1); break;
+    case 2: floor_aes_k(a, b, 2); break;
+    case 3: floor_aes_k(a, b, 3); break;
+    case 4: floor_aes_k(a, b, 4); break;
+    case 5: floor_aes_k(a, b, 5); break;
+    case 6: floor_aes_k(a, b, 6); break;
+    case 7: floor_aes_k(a, b, 7); break;
+    default: floor_aes_k(a, b, 8); break;
+    }
 }
 
 /* Eight blocks, unrolled (the stream loops). */

@@ -51,6 +51,30 @@ PCB_FLOOR_FN __m128i cmac_run(const pcb_floor_siv *k, const uint8_t *head, size_
     return floor_aes1(&k->mac, _mm_xor_si128(x, last));
 }
 
+/* dbl() on a block in registers (big-endian bytes). */
+PCB_FLOOR_FN __m128i dbl_v(__m128i x)
+{
+    __m128i v = floor_bswap(x);
+    __m128i top = _mm_srli_epi64(v, 63);
+    __m128i red = _mm_and_si128(_mm_sub_epi64(_mm_setzero_si128(), _mm_srli_si128(top, 8)),
+                                _mm_set_epi64x(0, 0x87));
+    v = _mm_or_si128(_mm_slli_epi64(v, 1), _mm_slli_si128(top, 8));
+    return floor_bswap(_mm_xor_si128(v, red));
+}
+
+/* CMAC of nblocks (>= 1) whole blocks, dx XORed into the last: S2V's
+ * "xorend" when the plaintext is a multiple of 16 bytes. */
+PCB_FLOOR_FN __m128i cmac_full(const pcb_floor_siv *k, const uint8_t *m, size_t nblocks,
+                               __m128i dx)
+{
+    __m128i x = _mm_setzero_si128();
+    for (size_t i = 0; i + 1 < nblocks; i++)
+        x = floor_aes1(&k->mac, _mm_xor_si128(x, _mm_loadu_si128((const __m128i *)(m + 16 * i))));
+    __m128i last = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(m + 16 * (nblocks - 1))),
+                                 _mm_xor_si128(dx, k->sub1));
+    return floor_aes1(&k->mac, _mm_xor_si128(x, last));
+}
+
 PCB_FLOOR_FN __m128i cmac(const pcb_floor_siv *k, const uint8_t *m, size_t len)
 {
     size_t h = len > 16 ? (len - 1) / 16 * 16 : 0;
@@ -101,7 +125,9 @@ PCB_FLOOR_FN __m128i s2v_final(const pcb_floor_siv *k, const uint8_t d[16], cons
                                size_t len)
 {
     uint8_t t[32];
-    __m128i v;
+    __m128i v, dv = _mm_loadu_si128((const __m128i *)d);
+    if (len >= 16 && len % 16 == 0) /* p xorend d, in registers */
+        return cmac_full(k, p, len / 16, dv);
     if (len >= 16) { /* p xorend d */
         size_t h = (len - 16) & ~(size_t)15, n = len - h;
         memcpy(t, p + h, n);
@@ -109,12 +135,12 @@ PCB_FLOOR_FN __m128i s2v_final(const pcb_floor_siv *k, const uint8_t d[16], cons
             t[n - 16 + i] ^= d[i];
         v = cmac_run(k, p, h / 16, t, n);
     } else { /* dbl(d) xor pad(p) */
-        memcpy(t, d, 16);
-        dbl(t);
-        for (size_t i = 0; i < len; i++)
-            t[i] ^= p[i];
-        t[len] ^= 0x80;
-        v = cmac_run(k, NULL, 0, t, 16);
+        memset(t, 0, 16);
+        memcpy(t, p, len);
+        t[len] = 0x80;
+        __m128i last = _mm_xor_si128(_mm_xor_si128(dbl_v(dv), _mm_loadu_si128((const __m128i *)t)),
+                                     k->sub1);
+        v = floor_aes1(&k->mac, last); /* one whole block: CMAC's K1 case */
     }
     OPENSSL_cleanse(t, sizeof t);
     return v;
