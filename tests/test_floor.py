@@ -236,3 +236,32 @@ def test_openssl_ia32cap_hides_the_floor_as_it_hides_openssls_aes(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+# ------------------------------------------------------------------ speed --backend
+
+@needs_floor
+def test_cli_speed_prints_each_library_as_a_multiple_of_the_floor(capsys, tmp_path):
+    from pycipherbench.cli import main
+
+    out_json = tmp_path / "speed.json"
+    assert main(["speed", "--quick", "--payload", "64", "--backend", "openssl,nettle,floor",
+                 "--json", str(out_json)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    i = next(i for i, line in enumerate(lines) if "multiple of the floor" in line)
+    assert lines[i + 1].split() == ["backend", "16", "B", "64", "B", "1024", "B", "16384", "B"]
+    floor_row = lines[i + 3].split()
+    assert floor_row[:2] == ["floor", "(ns/msg)"] and all(float(c.replace(",", "")) > 0
+                                                          for c in floor_row[2:])
+    want = ["openssl"] + (["nettle"] if "nettle" in {b["name"] for b in pcb.backends()
+                                                    if b["available"]} else [])
+    rows = {line.split()[0]: line for line in lines[i + 4:i + 4 + len(want)]}
+    assert list(rows) == want
+    for row in rows.values():
+        cells = re.findall(r"x([\d.]+) \[([\d.]+), ([\d.]+)\]", row)
+        assert len(cells) == 4 and all(float(lo) <= float(est) <= float(hi) for est, lo, hi in cells)
+    import json
+    doc = json.loads(out_json.read_text())
+    assert doc["floor_multiples"]["head"][0] == "backend"
+    assert len(doc["floor_multiples"]["results"]) == 4 * (1 + len(want))
