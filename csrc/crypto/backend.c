@@ -102,8 +102,8 @@ int pcb_backend_lacks(pcb_backend b, const pcb_evp_cache *cache, const pcb_trans
     if (key_len)
         snprintf(size, sizeof size, " with a %zu-byte key", key_len);
     if (b != PCB_BK_OPENSSL && pcb_backend_get(b) == NULL)
-        return pcb_fail(st, PCB_E_UNSUPPORTED, "backend '%s' is unavailable: %s", names[b],
-                        pcb_backend_absent_reason(b));
+        return pcb_fail(st, PCB_E_UNSUPPORTED, "backend '%s' is unavailable: %s",
+                        pcb_backend_name(b), pcb_backend_absent_reason(b)); /* no -Warray-bounds */
     return pcb_fail(st, PCB_E_UNSUPPORTED, "backend '%s' has no %s%s; %s%s", names[b], t->name,
                     size, n ? "backends that have it: " : "no backend of this build has it",
                     have);
