@@ -78,7 +78,7 @@ pid3=$!
     "$root/csrc/common/buf.c" -o "$out/fuzz_tink_keyset" "${crypto_libs[@]}" &
 pid4=$!
 "$cc" "${flags[@]}" "${crypto_cflags[@]}" "$here/fuzz_floor.c" "$root"/csrc/crypto/floor*.c \
-    "$root/csrc/crypto/siv.c" "$root/csrc/crypto/evp.c" "$root/csrc/common/status.c" -o "$out/fuzz_floor" "${crypto_libs[@]}" &
+    "$root/csrc/crypto/siv.c" "$root/csrc/crypto/evp.c" "$root/csrc/common/status.c" "$root/csrc/common/cpu.c" -o "$out/fuzz_floor" "${crypto_libs[@]}" &
 pid5=$!
 rc=0
 wait "$pid1" || rc=1

@@ -265,3 +265,24 @@ def test_cli_speed_prints_each_library_as_a_multiple_of_the_floor(capsys, tmp_pa
     doc = json.loads(out_json.read_text())
     assert doc["floor_multiples"]["head"][0] == "backend"
     assert len(doc["floor_multiples"]["results"]) == 4 * (1 + len(want))
+
+
+@needs_floor
+def test_the_eight_block_loop_agrees_where_vaes_would_run_instead(tmp_path):
+    """On a CPU with VAES + VPCLMULQDQ, messages of 256 bytes and more run 16 blocks per pass
+    on them; PCB_FLOOR_NO_VAES=1 (read at key set-up) keeps the 8-block AES-NI loop, which
+    must give the same bytes (the tests above ran whichever this CPU picks)."""
+    code = ("import random, pycipherbench as p\n"
+            "rng = random.Random(5)\n"
+            "for kl in (16, 32):\n"
+            "    key = rng.randbytes(kl)\n"
+            "    for n in (255, 256, 257, 511, 4096 + 17, 16384):\n"
+            "        iv, aad, d = rng.randbytes(12), rng.randbytes(n % 50), rng.randbytes(n)\n"
+            "        ct = p.encrypt('AES/GCM/NoPadding', key, d, iv=iv, aad=aad, backend='floor')\n"
+            "        assert ct == p.encrypt('AES/GCM/NoPadding', key, d, iv=iv, aad=aad), (kl, n)\n"
+            "        assert p.decrypt('AES/GCM/NoPadding', key, ct, iv=iv, aad=aad, backend='floor') == d\n"
+            "print('ok')\n")
+    env = dict(os.environ, PCB_FLOOR_NO_VAES="1", PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
