@@ -15,7 +15,7 @@
  *   SIV: RFC 5297 AES-SIV-CMAC with 32- or 64-byte keys (first half S2V,
  *        second half CTR); S2V as an accumulator like crypto/siv.h's, so a
  *        caller with constant associated data folds it in once.
- * Key states are opaque, heap-allocated (16-byte aligned) and wiped when
+ * Key states are opaque, heap-allocated (64-byte aligned) and wiped when
  * freed. Thread safety: a key state is read-only after setup, so one may be
  * shared by threads; pcb_floor_missing is safe from any thread. Lengths are
  * bytes; no time is measured here.

@@ -1,8 +1,8 @@
 /*
- * crypto/floor_aes.h — private to crypto/floor*.c: the AES-NI block cipher
- * the floor kernels share (key expansion for 128- and 256-bit keys, n blocks
+ * crypto/floor_aes.h — private to crypto/floor*.c. Owns the AES-NI block
+ * cipher the floor kernels share (key expansion for 128- and 256-bit keys, n blocks
  * through the rounds at once), the byte-reversal shuffle, and the key-state
- * allocation (16-byte aligned, wiped on free).
+ * allocation (64-byte aligned, wiped on free).
  *
  * Every function is static inline and compiled for "aes,pclmul,sse4.1"
  * through PCB_FLOOR_FN, so only the floor files, and only on x86, see
