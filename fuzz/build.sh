@@ -77,13 +77,17 @@ pid3=$!
 "$cc" "${flags[@]}" "${crypto_cflags[@]}" "$here/fuzz_tink_keyset.c" "$root/csrc/format/tinkpb.c" \
     "$root/csrc/common/buf.c" -o "$out/fuzz_tink_keyset" "${crypto_libs[@]}" &
 pid4=$!
+"$cc" "${flags[@]}" "${crypto_cflags[@]}" "$here/fuzz_floor.c" "$root"/csrc/crypto/floor*.c \
+    "$root/csrc/crypto/siv.c" "$root/csrc/crypto/evp.c" "$root/csrc/common/status.c" "$root/csrc/common/cpu.c" -o "$out/fuzz_floor" "${crypto_libs[@]}" &
+pid5=$!
 rc=0
 wait "$pid1" || rc=1
 wait "$pid2" || rc=1
 wait "$pid3" || rc=1
 wait "$pid4" || rc=1
+wait "$pid5" || rc=1
 if [ "$rc" != 0 ]; then
     echo "fuzz/build.sh: build failed" >&2
     exit 1
 fi
-echo "fuzz/build.sh: built $out/fuzz_store_load $out/fuzz_cipher_args $out/fuzz_b64 $out/fuzz_tink_keyset" >&2
+echo "fuzz/build.sh: built $out/fuzz_store_load $out/fuzz_cipher_args $out/fuzz_b64 $out/fuzz_tink_keyset $out/fuzz_floor" >&2

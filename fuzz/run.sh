@@ -17,7 +17,7 @@ seconds="${1:-60}"
 case "$seconds" in
     ''|*[!0-9]*) echo "usage: bash fuzz/run.sh [SECONDS]" >&2; exit 2 ;;
 esac
-targets=(${PCB_FUZZ_TARGETS:-fuzz_store_load fuzz_cipher_args fuzz_b64 fuzz_tink_keyset})
+targets=(${PCB_FUZZ_TARGETS:-fuzz_store_load fuzz_cipher_args fuzz_b64 fuzz_tink_keyset fuzz_floor})
 
 if [ -n "${PCB_FUZZ_WORKDIR:-}" ]; then
     work="$PCB_FUZZ_WORKDIR"

@@ -108,7 +108,7 @@ class Store:
         faithful: bool = False,
         scrypt_n: int = 0,
         lock_timeout: float = 10.0,
-        crypto_backend: str = "openssl",
+        crypto_backend: str = "auto",
     ) -> Store: ...
     @property
     def heap_bytes(self) -> int: ...
@@ -173,7 +173,7 @@ def check_store_bench(
     layout: Layout = "entries",
     faithful: bool = False,
     passphrase: bool = False,
-    crypto_backend: str = "openssl",
+    crypto_backend: str = "auto",
 ) -> None: ...
 
 @final
@@ -195,7 +195,7 @@ class StoreKernel:
         layout: Layout = "entries",
         faithful: bool = False,
         passphrase: bool = False,
-        crypto_backend: str = "openssl",
+        crypto_backend: str = "auto",
     ) -> StoreKernel: ...
     def calibrate(self, min_time: float, warmup: float = -1.0) -> int: ...
     def sample(self, iterations: int, /) -> _Sample: ...

@@ -138,7 +138,7 @@ OPTIONS: tuple[Option, ...] = (
          when=_ENCRYPTED),
     _opt("passphrase", "bool", False, "the store's master key from a passphrase (scrypt)",
          "bench kernel", when=_ENCRYPTED),
-    _opt("crypto_backend", "str", "openssl", "the library that seals and opens entries",
+    _opt("crypto_backend", "str", "auto", "the library that seals and opens entries",
          "open bench kernel", when=(*_ENTRIES, ("faithful", (False,)))),
     # how the point is run (Python only)
     _opt("hw_aes", "bool", True, "False: in a child process with AES-NI/PCLMULQDQ hidden",

@@ -113,16 +113,47 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
     print(f"# Median of {records[0].n_rounds} rounds, every cell sampled once per round.")
     for line in warning_lines(records):
         print(line)
+    floor_doc = _floor_table(args, names, timing) if not run.interrupted else None
     if args.quick:
         print(f"# {QUICK_NOTE}")
     if args.json:
         doc = {"machine": machine(), "payload": payload, "hw_aes": not args.no_hw_aes,
                "backends": names, "threads": args.threads,
                "results": [m.to_dict() for m in records]}
+        if floor_doc is not None:
+            doc["floor_multiples"] = floor_doc
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)
         print(f"# Raw samples written to {os.fspath(args.json)}")
     return 130 if run.interrupted else 0
+
+
+def _floor_table(args: argparse.Namespace, names: list[str], timing: dict[str, Any]) -> Any:
+    """speed --backend all (or a list with "floor"): each library's AES-256-GCM per message
+    as a multiple of the floor at 16 B..16 KiB, one more interleaved sweep (issue 21)."""
+    from ._floor import FLOOR_SIZES, floor_available, floor_multiples
+
+    if "floor" not in names or args.threads != 1:
+        return None
+    ok, missing = floor_available()
+    if not ok or args.no_hw_aes:
+        print(f"# No floor column: {missing or '--no-hw-aes hides the AES instructions it needs'}")
+        return None
+    try:
+        r, rows, head = floor_multiples(names, repeats=timing["repeats"],
+                                        min_time=timing["min_time"], warmup=timing.get("warmup"),
+                                        progress=True)
+    except KeyboardInterrupt:
+        print("# Interrupted (Ctrl-C): no floor multiples.")
+        return None
+    print(f"\n# AES-256-GCM per message, each library's time as a multiple of the floor "
+          f"(pycipherbench's own AES-NI + PCLMULQDQ kernels) at "
+          f"{', '.join(format_size_compact(p) for p in FLOOR_SIZES)}; paired by round, "
+          f"95% intervals #")
+    print(format_table(head, rows))
+    for line in warning_lines(list(r.measurements)):
+        print(line)
+    return {"rows": rows, "head": head, "results": [m.to_dict() for m in r.measurements]}
 
 
 def cmd_backends(args: argparse.Namespace) -> int:

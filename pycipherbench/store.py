@@ -405,7 +405,7 @@ def open(  # noqa: A001 - the module's verb, as in io.open
     faithful: bool = False,
     scrypt_n: int = 0,
     lock_timeout: float = 10.0,
-    crypto_backend: str = "openssl",
+    crypto_backend: str = "auto",
 ) -> Store:
     """Open the store at ``path``, creating it (and its keys) on first use.
 
@@ -431,10 +431,13 @@ def open(  # noqa: A001 - the module's verb, as in io.open
             a new store's first write) waits for another writer's lock on
             ``<path>-lock`` before it fails with :class:`TimeoutError`; 0 tries
             once. Reads never wait. See the README's "What the store promises".
-        crypto_backend: the library that seals and opens entries: ``"openssl"``
-            (default) or another of :func:`~pycipherbench.backends` that has
-            the value AEAD (``"sodium"``, ``"nettle"``, ``"gcrypt"``,
-            ``"mbedtls"``); names use its AES-SIV where it has the store's
+        crypto_backend: the library that seals and opens entries: ``"auto"``
+            (default: pycipherbench's own AES-NI kernels, ``"floor"``, where
+            the CPU has AES-NI and PCLMULQDQ and the options are lean with
+            AES-GCM values or none; OpenSSL otherwise), ``"openssl"``, or
+            another of :func:`~pycipherbench.backends` that has the value AEAD
+            (``"sodium"``, ``"nettle"``, ``"gcrypt"``, ``"mbedtls"``,
+            ``"floor"``); names use its AES-SIV where it has the store's
             shape (libgcrypt), else OpenSSL's. The file format does not change:
             a store written with one backend opens with any other. Keysets and
             the master key stay on OpenSSL; ``faithful=True``, plain stores
@@ -581,7 +584,7 @@ def plan_bench(
     layout: Layout = "entries",
     faithful: bool = False,
     passphrase: bool = False,
-    crypto_backend: str = "openssl",
+    crypto_backend: str = "auto",
     hw_aes: bool = True,
     min_time: float = 0.05,
     repeats: int = DEFAULT_ROUNDS,
@@ -626,7 +629,7 @@ def bench(
     layout: Layout = "entries",
     faithful: bool = False,
     passphrase: bool = False,
-    crypto_backend: str = "openssl",
+    crypto_backend: str = "auto",
     hw_aes: bool = True,
     min_time: float = 0.05,
     repeats: int = DEFAULT_ROUNDS,

@@ -8,9 +8,10 @@
 #include <string.h>
 #include <openssl/crypto.h>
 
-static const char *const names[PCB_BK_COUNT] = {"openssl", "sodium", "nettle", "gcrypt", "mbedtls"};
+static const char *const names[PCB_BK_COUNT] = {"openssl", "sodium", "nettle", "gcrypt", "mbedtls",
+                                                   "floor"};
 static const char *const apt[PCB_BK_COUNT] = {"", "libsodium-dev", "nettle-dev", "libgcrypt20-dev",
-                                             "libmbedtls-dev"};
+                                             "libmbedtls-dev", ""};
 
 static const pcb_backend_ops *ready[PCB_BK_COUNT]; /* set once by pcb_backends_init */
 static char absent[PCB_BK_COUNT][200];
@@ -40,6 +41,7 @@ static const pcb_backend_ops *compiled(pcb_backend b)
     case PCB_BK_NETTLE: return pcb_nettle_ops;
     case PCB_BK_GCRYPT: return pcb_gcrypt_ops;
     case PCB_BK_MBEDTLS: return pcb_mbedtls_ops;
+    case PCB_BK_FLOOR: return pcb_floor_ops;
     default: return NULL;
     }
 }
@@ -53,7 +55,8 @@ void pcb_backends_init(void)
             snprintf(absent[b], sizeof absent[b],
                      "not compiled in (install %s and pkg-config, then rebuild)", apt[b]);
         } else if (ops->init && !ops->init(&st)) {
-            snprintf(absent[b], sizeof absent[b], "failed to initialise: %.170s", st.msg);
+            snprintf(absent[b], sizeof absent[b], "%s%.170s",
+                     b == PCB_BK_FLOOR ? "" : "failed to initialise: ", st.msg);
         } else {
             ready[b] = ops;
         }
@@ -99,8 +102,8 @@ int pcb_backend_lacks(pcb_backend b, const pcb_evp_cache *cache, const pcb_trans
     if (key_len)
         snprintf(size, sizeof size, " with a %zu-byte key", key_len);
     if (b != PCB_BK_OPENSSL && pcb_backend_get(b) == NULL)
-        return pcb_fail(st, PCB_E_UNSUPPORTED, "backend '%s' is unavailable: %s", names[b],
-                        pcb_backend_absent_reason(b));
+        return pcb_fail(st, PCB_E_UNSUPPORTED, "backend '%s' is unavailable: %s",
+                        pcb_backend_name(b), pcb_backend_absent_reason(b)); /* no -Warray-bounds */
     return pcb_fail(st, PCB_E_UNSUPPORTED, "backend '%s' has no %s%s; %s%s", names[b], t->name,
                     size, n ? "backends that have it: " : "no backend of this build has it",
                     have);

@@ -1,6 +1,8 @@
 /*
  * crypto/backend.h — the crypto libraries other than OpenSSL's EVP that can
- * run a transformation: libsodium, Nettle, libgcrypt, Mbed TLS.
+ * run a transformation: libsodium, Nettle, libgcrypt, Mbed TLS, and the
+ * floor (pycipherbench's own AES-NI GCM/SIV, always compiled; usable where
+ * the CPU has AES-NI and PCLMULQDQ).
  *
  * Owns: the backend table (names, which are compiled in: PCB_HAVE_SODIUM,
  * PCB_HAVE_NETTLE, PCB_HAVE_GCRYPT, PCB_HAVE_MBEDTLS from setup.py's
@@ -26,7 +28,9 @@
 #include "crypto/transform.h"
 
 typedef enum {
-    PCB_BK_OPENSSL, PCB_BK_SODIUM, PCB_BK_NETTLE, PCB_BK_GCRYPT, PCB_BK_MBEDTLS, PCB_BK_COUNT
+    PCB_BK_OPENSSL, PCB_BK_SODIUM, PCB_BK_NETTLE, PCB_BK_GCRYPT, PCB_BK_MBEDTLS,
+    PCB_BK_FLOOR, /* pycipherbench's own AES-NI kernels (crypto/floor.h): the hardware floor */
+    PCB_BK_COUNT
 } pcb_backend;
 
 /*
@@ -64,7 +68,7 @@ typedef struct {
 
 /* The compiled-in backends' ops (NULL for OpenSSL and for absent ones). */
 extern const pcb_backend_ops *const pcb_sodium_ops, *const pcb_nettle_ops,
-    *const pcb_gcrypt_ops, *const pcb_mbedtls_ops;
+    *const pcb_gcrypt_ops, *const pcb_mbedtls_ops, *const pcb_floor_ops;
 
 const char *pcb_backend_name(pcb_backend b);
 /* The Debian package that adds b ("libsodium-dev", ...); "" for OpenSSL. */

@@ -30,7 +30,7 @@ int pcb_backend_arg(const char *name, int *backend)
     int b = pcb_backend_find(name);
     if (b < 0) {
         PyErr_Format(PyExc_ValueError,
-                     "unknown backend '%s'; expected openssl, sodium, nettle, gcrypt, mbedtls, "
+                     "unknown backend '%s'; expected openssl, sodium, nettle, gcrypt, mbedtls, floor, "
                      "py:cryptography, py:pycryptodome or py:pynacl (see pycipherbench.backends())",
                      name);
         return 0;

@@ -285,7 +285,7 @@ PyDoc_STRVAR(StoreKernel_doc,
              "StoreKernel(workload, *, directory, n_keys=1000, key_len=32, value_len=32,\n"
              "            value_type='string', batch=1, encrypted=True, key_encryption='siv',\n"
              "            value_encryption='gcm', cache=False, layout='entries', faithful=False,\n"
-             "            passphrase=False, crypto_backend='openssl')\n\n"
+             "            passphrase=False, crypto_backend='auto')\n\n"
              "One instance of a store workload in an empty directory: names, values and a\n"
              "shuffled access order made, the store populated (GIL released). calibrate()\n"
              "and sample() time it; pycipherbench.store.bench() runs the rounds.");

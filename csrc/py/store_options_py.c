@@ -49,18 +49,20 @@ int pcb_store_options_arg(int encrypted, const char *key_encryption,
     return 1;
 }
 
-/* crypto_backend: a name of pcb_backends() (crypto/backend); whether it
- * has what the options need is the store's check at open. */
+/* crypto_backend: a name of pcb_backends() (crypto/backend) or "auto"
+ * (PCB_STORE_BK_AUTO); whether it has what the options need is the store's
+ * check at open. */
 int pcb_crypto_backend_arg(const char *name, pcb_store_options *opt)
 {
-    const char *names[PCB_BK_COUNT + 1]; /* per call: no state shared between interpreters */
+    const char *names[PCB_BK_COUNT + 2]; /* per call: no state shared between interpreters */
     int b;
+    names[0] = "auto";
     for (int i = 0; i < PCB_BK_COUNT; i++)
-        names[i] = pcb_backend_name((pcb_backend)i);
-    names[PCB_BK_COUNT] = NULL;
+        names[i + 1] = pcb_backend_name((pcb_backend)i);
+    names[PCB_BK_COUNT + 1] = NULL;
     if (!pcb_name_arg("crypto_backend", name, names, &b))
         return 0;
-    opt->crypto_backend = b;
+    opt->crypto_backend = b == 0 ? PCB_STORE_BK_AUTO : b - 1;
     return 1;
 }
 

@@ -485,7 +485,7 @@ PyDoc_STRVAR(Store_doc,
              "Store(path, *, master_key_file=None, passphrase=None, encrypted=True,\n"
              "      key_encryption='siv', value_encryption='gcm', cache=False, layout='entries',\n"
              "      faithful=False, scrypt_n=0, lock_timeout=10.0,\n"
-             "      crypto_backend='openssl')\n\n"
+             "      crypto_backend='auto')\n\n"
              "The C store; use pycipherbench.store.open() for the documented API.");
 
 static PyType_Slot Store_slots[] = {

@@ -1,6 +1,9 @@
 /*
  * store/codec_backend.c — a store's per-entry crypto on another library
- * (see codec_backend.h).
+ * (see codec_backend.h). The floor (crypto/floor.h) is called directly, not
+ * through its backend ops: its keys are set up once per primary key, with
+ * the S2V state after the store name folded in, so a name or value costs one
+ * kernel call; "auto" (the default) picks it where it serves the options.
  */
 #include "store/codec_backend.h"
 
@@ -12,12 +15,17 @@
 
 #include "crypto/backend.h"
 #include "crypto/cipher.h"
+#include "crypto/floor.h"
 
 struct pcb_codec_bk {
     pcb_cipher venc, vdec, senc, sdec;
     int values, names;            /* which of them run on the backend */
     int vkeyed, skeyed;           /* the contexts hold vkey / skey */
     uint8_t vkey[VALUE_KEY_LEN], skey[SIV_KEY_LEN];
+    int floor;                    /* the floor: fgcm / fsiv instead of the pcb_ciphers */
+    pcb_floor_gcm *fgcm;          /* under vkey */
+    pcb_floor_siv *fsiv;          /* under skey */
+    uint8_t fs_d[16];             /* S2V state after the store name, under skey */
 };
 
 static const pcb_transform *value_t(pcb_value_encryption v)
@@ -57,9 +65,24 @@ static int uses_names(const pcb_store_options *o)
     return o->encrypted && o->layout == PCB_LAYOUT_ENTRIES && o->key_enc == PCB_KEYENC_SIV;
 }
 
+/* The library of the per-entry crypto: crypto_backend, with "auto" resolved:
+ * the floor where this CPU runs it and it serves every per-entry cipher of
+ * these options (lean: encrypted entries, not faithful, AES-GCM values or
+ * none), else OpenSSL. */
+static pcb_backend effective(const pcb_store_options *o)
+{
+    if (o->crypto_backend != PCB_STORE_BK_AUTO)
+        return (pcb_backend)o->crypto_backend;
+    if (!o->encrypted || o->layout != PCB_LAYOUT_ENTRIES || o->faithful
+        || pcb_backend_get(PCB_BK_FLOOR) == NULL || o->value_enc == PCB_VALENC_CHACHA
+        || (!uses_values(o) && !uses_names(o)))
+        return PCB_BK_OPENSSL;
+    return PCB_BK_FLOOR;
+}
+
 int pcb_codec_bk_check(const pcb_store_options *o, const pcb_evp_cache *cache, pcb_status *st)
 {
-    pcb_backend b = (pcb_backend)o->crypto_backend;
+    pcb_backend b = effective(o);
     char have[160];
     if (b == PCB_BK_OPENSSL)
         return 1;
@@ -114,21 +137,21 @@ static struct pcb_codec_bk *bk_of(pcb_store *s, pcb_status *st)
         if (s->bk == NULL)
             return pcb_oom(st), NULL;
         s->bk->values = uses_values(&s->opt);
-        s->bk->names = uses_names(&s->opt)
-                       && has_store_siv((pcb_backend)s->opt.crypto_backend, s->cache);
+        s->bk->names = uses_names(&s->opt) && has_store_siv(effective(&s->opt), s->cache);
+        s->bk->floor = effective(&s->opt) == PCB_BK_FLOOR;
     }
     return s->bk;
 }
 
 int pcb_codec_bk_values(const pcb_store *s)
 {
-    return s->opt.crypto_backend != PCB_BK_OPENSSL && uses_values(&s->opt);
+    return effective(&s->opt) != PCB_BK_OPENSSL && uses_values(&s->opt);
 }
 
 int pcb_codec_bk_names(const pcb_store *s)
 {
-    return s->opt.crypto_backend != PCB_BK_OPENSSL && uses_names(&s->opt)
-           && has_store_siv((pcb_backend)s->opt.crypto_backend, s->cache);
+    return effective(&s->opt) != PCB_BK_OPENSSL && uses_names(&s->opt)
+           && has_store_siv(effective(&s->opt), s->cache);
 }
 
 static const uint8_t zero_nonce[NONCE_LEN];
@@ -140,7 +163,7 @@ static int key_cipher(pcb_store *s, pcb_cipher *c, const pcb_transform *t, int e
     pcb_cipher_close(c);
     memset(c, 0, sizeof *c);
     const int siv = t->mode == PCB_MODE_SIV;
-    return pcb_cipher_open_backend(c, (pcb_backend)s->opt.crypto_backend, s->cache, t, encrypt,
+    return pcb_cipher_open_backend(c, effective(&s->opt), s->cache, t, encrypt,
                                    key, key_len, siv ? NULL : zero_nonce, siv ? 0 : NONCE_LEN, 0,
                                    PCB_TEA_IMPL_REF, st);
 }
@@ -155,7 +178,11 @@ static struct pcb_codec_bk *values_ready(pcb_store *s, pcb_status *st)
         return k;
     const pcb_transform *t = value_t(s->opt.value_enc);
     k->vkeyed = 0;
-    if (!key_cipher(s, &k->venc, t, 1, s->value_key, VALUE_KEY_LEN, st)
+    if (k->floor) {
+        pcb_floor_gcm_free(k->fgcm);
+        if ((k->fgcm = pcb_floor_gcm_new(s->value_key, VALUE_KEY_LEN)) == NULL)
+            return pcb_oom(st), NULL;
+    } else if (!key_cipher(s, &k->venc, t, 1, s->value_key, VALUE_KEY_LEN, st)
         || !key_cipher(s, &k->vdec, t, 0, s->value_key, VALUE_KEY_LEN, st))
         return NULL;
     memcpy(k->vkey, s->value_key, VALUE_KEY_LEN);
@@ -171,7 +198,13 @@ static struct pcb_codec_bk *names_ready(pcb_store *s, pcb_status *st)
     if (k->skeyed && CRYPTO_memcmp(k->skey, s->siv_key, SIV_KEY_LEN) == 0)
         return k;
     k->skeyed = 0;
-    if (!key_cipher(s, &k->senc, siv_t(), 1, s->siv_key, SIV_KEY_LEN, st)
+    if (k->floor) {
+        pcb_floor_siv_free(k->fsiv);
+        if ((k->fsiv = pcb_floor_siv_new(s->siv_key, SIV_KEY_LEN)) == NULL)
+            return pcb_oom(st), NULL;
+        pcb_floor_s2v_start(k->fsiv, k->fs_d);
+        pcb_floor_s2v_add(k->fsiv, k->fs_d, (const uint8_t *)s->store_name, s->store_name_len);
+    } else if (!key_cipher(s, &k->senc, siv_t(), 1, s->siv_key, SIV_KEY_LEN, st)
         || !key_cipher(s, &k->sdec, siv_t(), 0, s->siv_key, SIV_KEY_LEN, st))
         return NULL;
     memcpy(k->skey, s->siv_key, SIV_KEY_LEN);
@@ -188,6 +221,10 @@ int pcb_codec_bk_seal(pcb_store *s, const uint8_t nonce[NONCE_LEN], const uint8_
     if (k == NULL)
         return 0;
     memcpy(out, nonce, NONCE_LEN);
+    if (k->floor) {
+        pcb_floor_gcm_seal(k->fgcm, nonce, aad, aad_len, in, len, out + NONCE_LEN);
+        return 1;
+    }
     return k->venc.bk->seal(k->venc.bctx, nonce, NONCE_LEN, &ad, 1, in, len, out + NONCE_LEN, st);
 }
 
@@ -218,6 +255,16 @@ int pcb_codec_bk_unseal(pcb_store *s, const uint8_t *key, const uint8_t *aad, si
     const pcb_bytes ad = {aad, aad_len};
     if (k == NULL)
         return -1;
+    if (k->floor) {
+        const size_t m = len - NONCE_LEN - TAG_LEN;
+        pcb_floor_gcm *g = key ? pcb_floor_gcm_new(key, VALUE_KEY_LEN) : k->fgcm;
+        if (g == NULL)
+            return pcb_oom(st) - 1;
+        int rc = pcb_floor_gcm_open(g, in, aad, aad_len, in + NONCE_LEN, m, in + NONCE_LEN + m, out);
+        if (key)
+            pcb_floor_gcm_free(g);
+        return rc;
+    }
     return open_with(s, &k->vdec, value_t(s->opt.value_enc), key, VALUE_KEY_LEN, in, NONCE_LEN,
                      &ad, in + NONCE_LEN, len - NONCE_LEN, out, st);
 }
@@ -229,6 +276,10 @@ int pcb_codec_bk_siv_seal(pcb_store *s, const uint8_t *in, size_t len, uint8_t *
     const pcb_bytes ad = {(const uint8_t *)s->store_name, s->store_name_len};
     if (k == NULL)
         return 0;
+    if (k->floor) {
+        pcb_floor_siv_seal(k->fsiv, k->fs_d, in, len, out);
+        return 1;
+    }
     return k->senc.bk->seal(k->senc.bctx, NULL, 0, &ad, 1, in, len, out, st);
 }
 
@@ -239,6 +290,19 @@ int pcb_codec_bk_siv_open(pcb_store *s, const uint8_t *key, const uint8_t *in, s
     const pcb_bytes ad = {(const uint8_t *)s->store_name, s->store_name_len};
     if (k == NULL)
         return -1;
+    if (k->floor && key == NULL)
+        return pcb_floor_siv_open(k->fsiv, k->fs_d, in, len, out);
+    if (k->floor) { /* another key of the keyset: its own state */
+        pcb_floor_siv *o = pcb_floor_siv_new(key, SIV_KEY_LEN);
+        uint8_t d[16];
+        if (o == NULL)
+            return pcb_oom(st) - 1;
+        pcb_floor_s2v_start(o, d);
+        pcb_floor_s2v_add(o, d, (const uint8_t *)s->store_name, s->store_name_len);
+        int rc = pcb_floor_siv_open(o, d, in, len, out);
+        pcb_floor_siv_free(o);
+        return rc;
+    }
     return open_with(s, &k->sdec, siv_t(), key, SIV_KEY_LEN, NULL, 0, &ad, in, len, out, st);
 }
 
@@ -250,6 +314,8 @@ void pcb_codec_bk_free(pcb_store *s)
     pcb_cipher_close(&s->bk->vdec);
     pcb_cipher_close(&s->bk->senc);
     pcb_cipher_close(&s->bk->sdec);
+    pcb_floor_gcm_free(s->bk->fgcm);
+    pcb_floor_siv_free(s->bk->fsiv);
     OPENSSL_cleanse(s->bk, sizeof *s->bk);
     free(s->bk);
     s->bk = NULL;

@@ -9,8 +9,11 @@
  * naming the backends that have what is missing), the backend's keyed
  * contexts (re-keyed lazily when the store's primary keys change, so
  * rotate and its undo need not know of them) and sealing/opening through
- * them. The bytes are the same as OpenSSL's: the file format does not
- * depend on the backend. Keysets and the master key stay on OpenSSL.
+ * them. crypto_backend="auto" (PCB_STORE_BK_AUTO) resolves here, at open:
+ * the floor kernels (crypto/floor.h, called directly with their keys and
+ * the store name's S2V state prepared once) where the CPU has them and they
+ * serve the options, else OpenSSL. The bytes are the same as OpenSSL's: the
+ * file format does not depend on the backend. Keysets and the master key stay on OpenSSL.
  * All with the store's lock held (the contexts are the store's). Lengths
  * are bytes.
  */

@@ -49,8 +49,12 @@ typedef struct {
     uint64_t scrypt_n;             /* cost for a new passphrase file (0: default 2^15) */
     double lock_timeout;           /* seconds a write waits for another writer's file lock
                                       (0: the default, 10 s; negative: no wait) */
-    int crypto_backend;            /* pcb_backend of the per-entry crypto (0: OpenSSL) */
+    int crypto_backend;            /* pcb_backend of the per-entry crypto (0: OpenSSL), or
+                                      PCB_STORE_BK_AUTO: the floor kernels where they serve
+                                      the options on this CPU, else OpenSSL */
 } pcb_store_options;
+
+#define PCB_STORE_BK_AUTO (-1)
 
 /* The largest scrypt_n a new passphrase file may ask for (with r = 8 it
  * needs 128 r N = 1 GiB, the most scrypt may take). */
