@@ -109,6 +109,7 @@ class Handle(Protocol):
     def get(self, name: str) -> str | None: ...
     def contains(self, name: str) -> bool: ...
     def put(self, items: dict[str, str], *, durable: bool) -> None: ...
+    def editor(self) -> Any: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
 
@@ -160,6 +161,10 @@ class _Esp:
         else:
             e.apply()
 
+    def editor(self) -> Any:
+        """The store's Editor (put_string, commit, apply)."""
+        return self.s.edit()
+
     def flush(self) -> None:
         self.s.flush()
 
@@ -208,11 +213,38 @@ class _Sqlcipher:
             raise
         self.c.execute("COMMIT")
 
+    def editor(self) -> _SqlEditor:
+        """A transaction shaped like an Editor (BEGIN now; put_string; commit/apply COMMIT)."""
+        return _SqlEditor(self.c)
+
     def flush(self) -> None:
         pass
 
     def close(self) -> None:
         self.c.close()
+
+
+class _SqlEditor:
+    """One SQLite transaction with an Editor's calls. SQLite has no apply(): both
+    commit and apply are a durable COMMIT."""
+
+    __slots__ = ("c",)
+
+    def __init__(self, c: Any) -> None:
+        self.c = c
+        c.execute("BEGIN")
+
+    def put_string(self, name: str, value: str) -> _SqlEditor:
+        self.c.execute("INSERT OR REPLACE INTO prefs (name, value) VALUES (?, ?)",
+                       (name, encode_esp_value(value)))
+        return self
+
+    def commit(self) -> bool:
+        self.c.execute("COMMIT")
+        return True
+
+    def apply(self) -> None:
+        self.c.execute("COMMIT")
 
 
 class Tiered:
@@ -252,6 +284,10 @@ class Tiered:
             self.plain.put(plain, durable=durable)
         if enc:
             self._encrypted().put(enc, durable=durable)
+
+    def editor(self) -> Any:
+        raise NotImplementedError("the tiered design has two editors (one per store): "
+                                  "use put()")
 
     def flush(self) -> None:
         self.plain.flush()
