@@ -1,0 +1,249 @@
+"""Store engines and designs (issue 19): SQLCipher's encryption at rest, ESP's value
+encoding, the tiered/lazy designs, the start-up scenario and its report."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import pycipherbench as pcb
+from pycipherbench import designs, engines, store
+
+sqlcipher3 = pytest.importorskip("sqlcipher3", reason='pip install "pycipherbench[peers]"')
+
+NAMES = {f"secret_name_{i:03d}_Zq": f"secret_value_{i:03d}_Xk" for i in range(50)}
+
+
+def _files(directory, skip=()):
+    out = b""
+    for name in sorted(os.listdir(directory)):
+        if name not in skip:
+            with open(os.path.join(directory, name), "rb") as f:
+                out += f.read()
+    return out
+
+
+def _filled(tmp_path, engine="sqlcipher", **kw):
+    h = engines.open_engine(engine, str(tmp_path), **kw)
+    try:
+        engines.fill(h, NAMES.items(), batch=17)
+    finally:
+        h.close()
+
+
+# ---- SQLCipher at rest
+
+
+def test_sqlcipher_file_holds_no_plaintext(tmp_path):
+    _filled(tmp_path)
+    data = _files(tmp_path, skip=("prefs.db.key",))
+    assert os.path.getsize(tmp_path / "prefs.db") >= 4096
+    assert not data.startswith(b"SQLite format 3")
+    for k, v in NAMES.items():
+        assert k.encode() not in data and v.encode() not in data
+    assert b"secret_" not in data and b"prefs" not in data  # nor the table's name
+
+
+def test_plain_sqlite_holds_the_plaintext(tmp_path):  # the check above can see plaintext
+    _filled(tmp_path, encrypted=False)
+    data = _files(tmp_path)
+    assert data.startswith(b"SQLite format 3")
+    assert all(k.encode() in data and v.encode() in data for k, v in NAMES.items())
+
+
+def test_sqlcipher_reader_wrong_key_fails_right_key_reads_all(tmp_path):
+    _filled(tmp_path)
+    path = str(tmp_path / "prefs.db")
+    c = sqlcipher3.connect(path)
+    c.execute("PRAGMA key = 'not the passphrase'")
+    with pytest.raises(sqlcipher3.DatabaseError):
+        c.execute("SELECT count(*) FROM prefs").fetchall()
+    c.close()
+    c = sqlcipher3.connect(path)
+    c.execute("PRAGMA key = '%s'" % (tmp_path / "prefs.db.key").read_text())
+    assert c.execute("PRAGMA cipher_kdf_algorithm").fetchone()[0] == "PBKDF2_HMAC_SHA512"
+    assert c.execute("PRAGMA kdf_iter").fetchone()[0] == "256000"
+    assert c.execute("PRAGMA cipher_page_size").fetchone()[0] == "4096"
+    got = {n: engines.decode_esp_value(v) for n, v in c.execute("SELECT name, value FROM prefs")}
+    c.close()
+    assert got == NAMES
+
+
+def test_sqlcipher_engine_reads_back_after_reopen(tmp_path):
+    _filled(tmp_path)
+    h = engines.open_engine("sqlcipher", str(tmp_path))
+    try:
+        assert all(h.get(k) == v for k, v in NAMES.items())
+        assert h.get("never set") is None and not h.contains("never set")
+        assert h.contains(next(iter(NAMES)))
+    finally:
+        h.close()
+    assert oct(os.stat(tmp_path / "prefs.db.key").st_mode & 0o777) == "0o600"
+
+
+def test_missing_binding_names_the_extra(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "sqlcipher3", None)
+    with pytest.raises(ImportError, match=re.escape('pip install "pycipherbench[peers]"')):
+        engines.open_engine("sqlcipher", str(tmp_path))
+    with pytest.raises(ImportError, match="pycipherbench\\[peers\\]"):
+        store.bench("get", engine="sqlcipher", n_keys=10, repeats=1)
+    with pytest.raises(ImportError, match="pycipherbench\\[peers\\]"):
+        designs.plan_design("sqlcipher")
+    assert engines.cipher_version() is None
+
+
+# ---- ESP's value encoding, checked against the C store's own bytes
+
+
+@pytest.mark.parametrize("value", ["hello", "", "é漢", 7, -2**31, 2**40, 1.5, True, False,
+                                   {"a", "bc"}])
+def test_esp_value_encoding_is_the_stores(tmp_path, value):
+    with store.open(tmp_path / "p.xml", master_key_file=tmp_path / "k",
+                    key_encryption="none", value_encryption="none") as s:
+        e = s.edit()
+        {str: e.put_string, int: e.put_int if -2**31 <= (value if isinstance(value, int) else 0)
+         < 2**31 else e.put_long, float: e.put_float, bool: e.put_bool,
+         set: e.put_string_set}[type(value)]("v", value)
+        e.commit()
+    xml = (tmp_path / "p.xml").read_text()
+    b64 = re.search(r'name="v"[^>]*>([^<]*)<', xml)
+    if b64 is None:  # an empty set is written as a self-closing element's body
+        pytest.skip("no element body")
+    stored = base64.b64decode(b64.group(1))
+    if isinstance(value, set):  # set members in any order
+        assert engines.decode_esp_value(stored) == value
+        assert len(stored) == len(engines.encode_esp_value(value))
+    else:
+        assert stored == engines.encode_esp_value(value)
+    assert engines.decode_esp_value(engines.encode_esp_value(value)) == value
+
+
+def test_esp_value_decoding_rejects_garbage():
+    with pytest.raises(ValueError, match="unknown ESP value type id 9"):
+        engines.decode_esp_value(b"\0\0\0\x09xx")
+    with pytest.raises(ValueError, match="at least 4 bytes"):
+        engines.decode_esp_value(b"\0")
+    with pytest.raises(ValueError, match="string length"):
+        engines.decode_esp_value(b"\0\0\0\0\0\0\0\x09ab")
+    with pytest.raises(TypeError, match="not bytes"):
+        engines.encode_esp_value(b"raw")
+
+
+# ---- the tiered and lazy designs
+
+
+def test_tiered_keeps_sensitive_names_encrypted(tmp_path):
+    sensitive = frozenset(list(NAMES)[:10])
+    h = engines.open_engine("tiered", str(tmp_path), sensitive=sensitive)
+    try:
+        engines.fill(h, NAMES.items())
+        assert all(h.get(k) == v for k, v in NAMES.items())
+    finally:
+        h.close()
+    plain = (tmp_path / "plain_prefs.xml").read_bytes()
+    secret = (tmp_path / "secret_prefs.xml").read_bytes()
+    for k, v in NAMES.items():
+        if k in sensitive:
+            assert k.encode() not in plain + secret and v.encode() not in plain + secret
+        else:
+            assert k.encode() in plain and v.encode() in plain
+
+
+def test_lazy_opens_the_encrypted_store_on_first_sensitive_use(tmp_path):
+    h = engines.open_engine("tiered", str(tmp_path), sensitive={"token"}, lazy=True)
+    try:
+        h.put({"flag": "1"}, durable=True)
+        assert h.get("flag") == "1" and h.get("other") is None
+        assert not (tmp_path / "secret_prefs.key").exists()  # no master key created yet
+        assert h.get("token") is None
+        assert (tmp_path / "secret_prefs.key").exists()
+    finally:
+        h.close()
+
+
+def test_engine_names_are_checked():
+    with pytest.raises(ValueError, match="did you mean 'sqlcipher'"):
+        engines.open_engine("sqlciper", ".")
+    with pytest.raises(ValueError, match="did you mean 'sqlcipher'"):
+        store.bench("get", engine="sqlciphr", repeats=1)
+    with pytest.raises(ValueError, match="did you mean 'python'"):
+        store.bench("get", level="pyhton", repeats=1)
+    with pytest.raises(ValueError, match="did you mean 'tiered_lazy'"):
+        designs.plan_design("tiered-lazy")
+    with pytest.raises(ValueError, match="sensitive_fraction must be a number in \\[0, 1\\]"):
+        designs.plan_design("tiered", sensitive_fraction=1.5)
+    with pytest.raises(ValueError, match="not timed at the Python call"):
+        store.bench("rotate", engine="sqlcipher", repeats=1)
+    with pytest.raises(ValueError, match="has no cache option"):
+        store.bench("get", engine="sqlcipher", cache=True, repeats=1)
+    with pytest.raises(ValueError, match="has no apply"):
+        store.bench("apply", engine="sqlcipher", repeats=1)
+
+
+# ---- workloads and the start-up scenario
+
+
+def test_store_bench_sqlcipher_records_its_version_and_level(tmp_path):
+    m = store.bench("get", engine="sqlcipher", n_keys=20, repeats=2, min_time=0.002,
+                    directory=tmp_path)
+    assert m.engine == "sqlcipher" and m.level == "python"
+    assert m.engine_version == engines.cipher_version() and m.engine_version.startswith("4.")
+    assert m.to_dict()["engine_version"] == m.engine_version
+    assert "timed at the Python call" in repr(m) and m.disk_bytes >= 4096
+    assert len(m.samples) == 2 and np.all(m.samples > 0)
+    back = store.StoreMeasurement.from_dict(m.to_dict())
+    assert back.engine_version == m.engine_version and back.level == "python"
+
+
+def test_sweep_pairs_engines_at_the_python_level(tmp_path):
+    r = pcb.sweep("store", workload=["get", "commit"], engine=["esp", "sqlcipher"],
+                  level="python", n_keys=20, batch=3, repeats=3, min_time=0.002,
+                  directory=tmp_path)
+    levels = {(m.engine, m.level) for m in r}
+    assert levels == {("esp", "python"), ("sqlcipher", "python")}
+    ratio = r.ratio({"engine": "sqlcipher", "workload": "get"},
+                    {"engine": "esp", "level": "python", "workload": "get"})
+    assert ratio.n == 3 and ratio.low <= ratio.estimate <= ratio.high
+
+
+def test_startup_runs_every_design_in_the_same_rounds(tmp_path):
+    recs, info = designs.run(cases=[{"cold": True}, {"cold": False}], repeats=3, min_time=0.0,
+                             n_entries=30, n_reads=8, directory=str(tmp_path))
+    assert info.rounds == 3
+    assert {m.design for m in recs} == set(designs.DESIGNS)
+    for m in recs:
+        assert len(m.samples) == 3 and np.all(m.samples > 0)
+        assert np.all(m.durable_samples >= m.samples)  # durable includes the blocked part
+        assert m.level == "python" and m.gives_up == designs.GIVES_UP[m.design]
+        assert (m.engine_version is not None) == (m.design in ("sqlcipher", "sqlite"))
+        assert m.disk_bytes > 0
+    text = designs.format_designs(recs, budget_ms=1e9)
+    assert text.count("1 (baseline)") == 2 and "Python call" in text
+    assert text.count("  yes") == len(recs)  # every interval fits a budget of 10^6 s
+    for d in designs.DESIGNS:
+        assert re.search(rf"^{d}\s", text, re.M), d
+
+
+def test_budget_sentences_follow_the_data():
+    def rec(design, values):
+        return designs.DesignMeasurement(
+            design=design, workload="startup_warm",
+            params=dict(cold=False, n_entries=100, n_reads=20, writes=1, sensitive_fraction=0.2,
+                        missing_fraction=0.25, key_len=32, value_len=32),
+            payload=0, hw_aes=True, min_time=0.0, repeats=6, iterations=1,
+            samples=np.asarray(values, dtype=float), tsc_samples=None,
+            durable_samples=np.asarray(values, dtype=float), machine={})
+    ms = 1e6
+    recs = [rec("plain", [1 * ms] * 6), rec("esp", [4 * ms, 4 * ms, 4 * ms, 4 * ms, 6 * ms, 6 * ms]),
+            rec("sqlcipher", [300 * ms] * 6)]
+    [s] = designs.budget_sentences(recs, 5)
+    assert s.startswith("Warm (100 entries), 20 reads: plain fits 5 ms with the whole interval")
+    assert "esp only by the median" in s and "sqlcipher misses it" in s
+    assert "slowest: sqlcipher, 300.00 ms" in s
+    [s] = designs.budget_sentences(recs, 0.5)
+    assert "no design fits 0.5 ms" in s and "plain, esp, sqlcipher miss it" in s
