@@ -44,7 +44,7 @@ Layout = Literal["entries", "file"]
 Workload = Literal["put", "get", "get_missing", "contains", "all", "commit", "apply",
                    "open_cold", "open_warm", "rotate", "rotate_lazy"]
 ValueType = Literal["string", "string_set", "int", "long", "float", "bool"]
-Engine = Literal["esp", "sqlcipher"]
+Engine = Literal["esp", "sqlcipher", "mmkv"]
 Level = Literal["c", "python"]
 PathLike = str | os.PathLike[str]
 
@@ -99,7 +99,7 @@ def _opt(name: str, type: str, default: Any, doc: str, calls: str, **kw: Any) ->
 _ENCRYPTED: Condition = (("encrypted", (True,)),)
 _ENTRIES: Condition = (("encrypted", (True,)), ("layout", ("entries",)))
 _NOT_COLD: Condition = (("workload", ("open_cold",)),)
-_PEER: Condition = (("engine", ("sqlcipher",)),)  # engines without ESP's options (issue 19)
+_PEER: Condition = (("engine", ("sqlcipher", "mmkv")),)  # engines without ESP's options (issue 19)
 
 #: Every store option, in the order the documentation lists them.
 OPTIONS: tuple[Option, ...] = (
@@ -145,8 +145,9 @@ OPTIONS: tuple[Option, ...] = (
     _opt("crypto_backend", "str", "openssl", "the library that seals and opens entries",
          "open bench kernel", when=(*_ENTRIES, ("faithful", (False,))), unless=_PEER),
     # which store, and where it is timed (issue 19; Python only)
-    _opt("engine", "Engine", "esp", "the store: ESP ('esp', this package's C store) or "
-         "SQLCipher 4 ('sqlcipher', pycipherbench[peers]; timed at the Python call)", "bench"),
+    _opt("engine", "Engine", "esp", "the store: ESP ('esp', this package's C store), "
+         "SQLCipher 4 ('sqlcipher', pycipherbench[peers]) or our MODEL of MMKV's design "
+         "('mmkv', unauthenticated AES-CFB); the last two timed at the Python call", "bench"),
     _opt("level", "Level", "c", "where ESP is timed: in C with the GIL released ('c') or at "
          "the Python call ('python', as engines with only a Python binding are)", "bench",
          when=(("engine", ("esp",)),)),

@@ -19,7 +19,8 @@ Designs (:data:`DESIGNS`): ``plain`` (SharedPreferences, the baseline), ``esp``,
 ``esp_cache`` (``cache=True``), ``tiered`` (plain store + ESP store holding
 ``sensitive_fraction`` of the names), ``tiered_lazy`` (the ESP store opened on first use
 of a sensitive name), ``sqlcipher`` (SQLCipher 4, its default settings), ``sqlite`` (the
-same library without a key). Each says what it gives up (:data:`GIVES_UP`).
+same library without a key), ``mmkv_model`` (our C model of MMKV's design: mmap'ed
+appended records, AES-128-CFB, unauthenticated; labelled a model). Each says what it gives up (:data:`GIVES_UP`).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ DESIGNS: dict[str, tuple[str, dict[str, Any]]] = {
     "tiered_lazy": ("tiered", {"lazy": True}),
     "sqlcipher": ("sqlcipher", {}),
     "sqlite": ("sqlcipher", {"encrypted": False}),
+    "mmkv_model": ("mmkv", {}),
 }
 
 #: What each design gives up (authentication, atomicity, Android format compatibility).
@@ -71,6 +73,10 @@ GIVES_UP: dict[str, str] = {
                  "(journal); not the Android preferences format (a SQLCipher database)",
     "sqlite": "no encryption at all; per-transaction atomicity; a SQLite database "
               "(Room without encryption)",
+    "mmkv_model": "a MODEL of MMKV (our C, from its public description): AES-128-CFB "
+                  "WITHOUT authentication (a flipped ciphertext bit flips the plaintext, the "
+                  "CRC is recomputable); durable only at msync; per-record appends checked "
+                  "by one CRC; MMKV's own format, not Android's preferences",
 }
 
 LEVEL_NOTE = ("timed at the Python call (perf_counter_ns around open/get/put, call overhead "
@@ -232,7 +238,7 @@ def _build(data: PointData, run: RunInfo, *, design: str, workload: str, params:
     return DesignMeasurement(
         design=design, workload=workload, params=params, payload=0, hw_aes=True,
         min_time=min_time, durable_samples=np.asarray(data.extra.get("durable_ns", []), dtype=np.float64),
-        disk_bytes=point.disk_bytes, engine_version=engines.cipher_version() if engine == "sqlcipher" else None,
+        disk_bytes=point.disk_bytes, engine_version=engines.engine_version(engine),
         gives_up=GIVES_UP[design], **fields)
 
 
@@ -349,10 +355,13 @@ def format_designs(records: Sequence[DesignMeasurement], budget_ms: float | None
             head.append(f"fits {budget_ms:g} ms")
         lines.append(format_table(head, rows))
         lines.append("")
-    vers = {m.engine_version for m in records if m.engine_version}
+    vers = {m.engine_version for m in records
+            if m.engine_version and DESIGNS[m.design][0] == "sqlcipher"}
     if vers:
         lines.append("# SQLCipher " + ", ".join(sorted(vers)) + " (PBKDF2-HMAC-SHA512 256,000 "
                      "iterations from a passphrase at every open, 4 KiB pages, HMAC per page)")
+    if any(DESIGNS[m.design][0] == "mmkv" for m in records):
+        lines.append(f"# mmkv_model: {engines.MMKV_MODEL}; its durable time is an msync")
     lines.append("# What each design gives up:")
     for d in dict.fromkeys(m.design for m in records):
         lines.append(f"#   {d}: {GIVES_UP[d]}")

@@ -25,7 +25,7 @@ import random
 import shutil
 import tempfile
 import time
-from typing import Any
+from typing import Any, cast
 
 from . import engines
 from ._rounds import Plan, PointData, RunInfo, record_fields
@@ -190,7 +190,7 @@ class PyStorePoint:
 
 def _build(data: PointData, run: RunInfo, *, point: PyStorePoint, params: dict[str, Any],
            min_time: float, repeats: int) -> Any:
-    from .store import StoreMeasurement
+    from .store import StoreMeasurement, StoreParams  # noqa: F401 (StoreParams: the cast)
 
     fields = record_fields(data, run, repeats=repeats)
     fields["tsc_samples"] = None  # no TSC at the Python call
@@ -202,9 +202,9 @@ def _build(data: PointData, run: RunInfo, *, point: PyStorePoint, params: dict[s
         durable = np.asarray(data.extra.get("durable_ns", []), dtype=np.float64)
     payload = 0 if w in ("get_missing", "contains", "open_cold", "open_warm") else \
         point.value_len * (point.batch if w in ("commit", "apply") else 1)
-    version = engines.cipher_version() if point.engine == "sqlcipher" else None
+    version = engines.engine_version(point.engine)
     return StoreMeasurement(
-        workload=w, params=params, payload=payload, hw_aes=True, hw_mask=None,
+        workload=w, params=cast("StoreParams", params), payload=payload, hw_aes=True, hw_mask=None,
         min_time=min_time, stages=None, heap_bytes=0, disk_bytes=point.disk_bytes,
         entries=point.n_keys if w != "open_cold" else 0, durable_samples=durable,
         engine=point.engine, level="python", engine_version=version, **fields)

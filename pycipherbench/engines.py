@@ -16,6 +16,12 @@ driven the same way (``store.open``) beside it: same level, same rounds.
   HMAC-SHA512 per page). The passphrase is 32 random bytes (hex) kept in a 0600 key file,
   as ESP's master key is: a cold open creates it. ``encrypted=False``: plain SQLite (the
   same library without a key: what Room without encryption costs).
+- ``"mmkv"``: a MODEL of Tencent MMKV's design in C (``csrc/store/mmkv.c``, written from
+  its public description, not MMKV's code): an mmap'ed file of appended protobuf-style
+  records, a CRC-32 meta file, full write-back when full, AES-128-CFB over the content
+  with a crypt key (16 random bytes in a 0600 key file) and NO authentication. Values
+  are MMKV's string encoding (varint length + UTF-8). Writes land in the mapping: ``put``
+  with ``durable=False`` returns at once (as MMKV does), ``flush``/``durable=True`` msync.
 - ``"tiered"``: the article's remedy: a plain store for the non-sensitive names and an ESP
   store for the sensitive ones (the caller says which, see :class:`Tiered`); ``lazy=True``
   opens the ESP store on first use of a sensitive name.
@@ -35,11 +41,12 @@ from typing import Any, Protocol
 
 from . import store
 
-__all__ = ["ENGINES", "Handle", "PEERS_HINT", "Tiered", "cipher_version", "encode_esp_value",
+__all__ = ["ENGINES", "Handle", "MMKV_MODEL", "PEERS_HINT", "Tiered", "cipher_version",
+           "decode_mmkv_string", "encode_mmkv_string", "engine_version", "encode_esp_value",
            "decode_esp_value", "disk_bytes", "open_engine"]
 
 #: The engines :func:`open_engine` knows.
-ENGINES = ("esp", "sqlcipher", "tiered")
+ENGINES = ("esp", "sqlcipher", "mmkv", "tiered")
 #: What to run when the SQLCipher binding is missing.
 PEERS_HINT = 'pip install "pycipherbench[peers]"'
 
@@ -135,6 +142,20 @@ def cipher_version() -> str | None:
         return None if row is None else str(row[0])
     finally:
         c.close()
+
+
+#: What an MMKV-model result records as its engine version (it is no MMKV release).
+MMKV_MODEL = "MMKV design model (pycipherbench's C, not Tencent MMKV; AES-128-CFB, unauthenticated)"
+
+
+def engine_version(engine: str) -> str | None:
+    """What a result of ``engine`` records as its library: SQLCipher's cipher_version,
+    the MMKV model's label, None for ESP (the package's own store)."""
+    if engine == "sqlcipher":
+        return cipher_version()
+    if engine == "mmkv":
+        return MMKV_MODEL
+    return None
 
 
 class _Esp:
@@ -247,6 +268,102 @@ class _SqlEditor:
         self.c.execute("COMMIT")
 
 
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def encode_mmkv_string(value: str) -> bytes:
+    """MMKV's encoding of a string value: a protobuf string (varint length + UTF-8)."""
+    b = value.encode()
+    return _varint(len(b)) + b
+
+
+def decode_mmkv_string(data: bytes) -> str:
+    """The inverse of :func:`encode_mmkv_string` (ValueError if malformed)."""
+    n = shift = i = 0
+    while True:
+        if i >= len(data) or shift > 28:
+            raise ValueError("a malformed MMKV string value (its varint length)")
+        b = data[i]
+        n |= (b & 0x7F) << shift
+        i, shift = i + 1, shift + 7
+        if not b & 0x80:
+            break
+    if n != len(data) - i:
+        raise ValueError(f"an MMKV string value of length {n} holds {len(data) - i} bytes")
+    return data[i:].decode()
+
+
+class _Mmkv:
+    """The MMKV design model (``_core.mmkv_*``), a crypt key kept in a 0600 file."""
+
+    def __init__(self, directory: str, encrypted: bool = True) -> None:
+        from . import _core
+
+        self.core = _core
+        key = None
+        if encrypted:
+            keyfile = os.path.join(directory, "mmkv.key")
+            try:
+                with open(keyfile, "rb") as f:
+                    key = f.read()
+            except FileNotFoundError:  # first launch: the crypt key is created
+                key = secrets.token_bytes(16)
+                fd = os.open(keyfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(key)
+                    f.flush()
+                    os.fsync(f.fileno())
+        self.h = _core.mmkv_open(os.path.join(directory, "prefs.mmkv"), key)
+
+    def get(self, name: str) -> str | None:
+        v = self.core.mmkv_get(self.h, name.encode())
+        return None if v is None else decode_mmkv_string(v)
+
+    def contains(self, name: str) -> bool:
+        return bool(self.core.mmkv_contains(self.h, name.encode()))
+
+    def put(self, items: dict[str, str], *, durable: bool) -> None:
+        for k, v in items.items():
+            self.core.mmkv_put(self.h, k.encode(), encode_mmkv_string(v))
+        if durable:
+            self.core.mmkv_sync(self.h)
+
+    def editor(self) -> _MmkvEditor:
+        return _MmkvEditor(self)
+
+    def flush(self) -> None:
+        self.core.mmkv_sync(self.h)
+
+    def close(self) -> None:
+        self.core.mmkv_close(self.h)
+
+
+class _MmkvEditor:
+    """MMKV has no editor: each put is an append at once; commit msyncs, apply does not."""
+
+    __slots__ = ("m",)
+
+    def __init__(self, m: _Mmkv) -> None:
+        self.m = m
+
+    def put_string(self, name: str, value: str) -> _MmkvEditor:
+        self.m.core.mmkv_put(self.m.h, name.encode(), encode_mmkv_string(value))
+        return self
+
+    def commit(self) -> bool:
+        self.m.flush()
+        return True
+
+    def apply(self) -> None:
+        pass
+
+
 class Tiered:
     """A plain store for the non-sensitive names, an ESP store for ``sensitive`` ones.
 
@@ -319,6 +436,10 @@ def open_engine(engine: str, directory: str, *, encrypted: bool = True,
         if opts:
             raise ValueError(f"engine='sqlcipher' takes no store.open options, got {sorted(opts)}")
         return _Sqlcipher(directory, encrypted)
+    if engine == "mmkv":
+        if opts:
+            raise ValueError(f"engine='mmkv' takes no store.open options, got {sorted(opts)}")
+        return _Mmkv(directory, encrypted)
     if engine == "tiered":
         if not encrypted:
             raise ValueError("engine='tiered' is a plain and an encrypted store: "

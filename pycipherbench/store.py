@@ -577,7 +577,7 @@ class StoreMeasurement(Record):
 def _check_engine(engine: Any, level: Any) -> None:
     import difflib
 
-    for name, value, allowed in (("engine", engine, ("esp", "sqlcipher")),
+    for name, value, allowed in (("engine", engine, ("esp", "sqlcipher", "mmkv")),
                                  ("level", level, ("c", "python"))):
         if value not in allowed:
             close = difflib.get_close_matches(str(value), allowed, n=1)
@@ -701,7 +701,9 @@ def bench(
 
     ``engine="sqlcipher"`` times the real SQLCipher 4 library (``pip install
     "pycipherbench[peers]"``; one table of ESP's value encodings, SQLCipher's default
-    settings; ``encrypted=False`` is plain SQLite) and ``level="python"`` times ESP the
+    settings; ``encrypted=False`` is plain SQLite), ``engine="mmkv"`` our C MODEL of
+    MMKV's design (unauthenticated AES-128-CFB; see :mod:`pycipherbench.engines`), and
+    ``level="python"`` times ESP the
     same way: at the Python call (``time.perf_counter_ns`` around the calls a program
     makes, call overhead included), since SQLCipher is reachable only through its Python
     binding. Compare those with each other in one sweep, not with C-level figures; the

@@ -7,6 +7,7 @@ import base64
 import os
 import re
 import sys
+import zlib
 
 import numpy as np
 import pytest
@@ -95,6 +96,118 @@ def test_missing_binding_names_the_extra(monkeypatch, tmp_path):
     with pytest.raises(ImportError, match="pycipherbench\\[peers\\]"):
         designs.plan_design("sqlcipher")
     assert engines.cipher_version() is None
+
+
+# ---- the MMKV model
+
+
+def _varint(b, i):
+    n = shift = 0
+    while True:
+        n |= (b[i] & 0x7F) << shift
+        shift += 7
+        i += 1
+        if not b[i - 1] & 0x80:
+            return n, i
+
+
+def _parse_mmkv(path):
+    """An independent reader of the model's unencrypted file: [u32 LE size][holder][records]."""
+    data = open(path, "rb").read()
+    size = int.from_bytes(data[:4], "little")
+    content = data[4:4 + size]
+    _, i = _varint(content, 0)
+    out = {}
+    while i < len(content):
+        n, i = _varint(content, i)
+        name = content[i:i + n].decode()
+        i += n
+        n, i = _varint(content, i)
+        value = content[i:i + n]
+        i += n
+        if value:
+            out[name] = engines.decode_mmkv_string(value)
+        else:
+            out.pop(name, None)
+    meta = open(str(path) + ".crc", "rb").read()
+    assert int.from_bytes(meta[0:4], "little") == zlib.crc32(content)  # zlib's CRC-32
+    assert int.from_bytes(meta[28:32], "little") == size
+    return out, int.from_bytes(meta[8:12], "little")
+
+
+def test_mmkv_model_round_trips_and_compacts(tmp_path):
+    h = engines.open_engine("mmkv", str(tmp_path), encrypted=False)
+    try:
+        for rnd in range(40):  # overwrites: the file must compact, not grow without bound
+            h.put({k: f"{v}-{rnd}" for k, v in NAMES.items()}, durable=False)
+        h.put({"gone": "x", "empty": ""}, durable=False)  # "" is a value (varint 0)
+        pcb._core.mmkv_put(h.h, b"gone", b"")  # an empty record removes (MMKV's convention)
+        h.flush()
+    finally:
+        h.close()
+    want = {**{k: f"{v}-39" for k, v in NAMES.items()}, "empty": ""}
+    got, seq = _parse_mmkv(tmp_path / "prefs.mmkv")
+    assert got == want and seq >= 1  # at least one full write-back happened
+    assert os.path.getsize(tmp_path / "prefs.mmkv") <= 16384
+    h = engines.open_engine("mmkv", str(tmp_path), encrypted=False)
+    try:
+        assert all(h.get(k) == v for k, v in want.items()) and h.get("gone") is None
+    finally:
+        h.close()
+
+
+def test_mmkv_model_with_a_crypt_key_holds_no_plaintext(tmp_path):
+    _filled(tmp_path, "mmkv")
+    data = _files(tmp_path, skip=("mmkv.key",))
+    for k, v in NAMES.items():
+        assert k.encode() not in data and v.encode() not in data
+    h = engines.open_engine("mmkv", str(tmp_path))
+    try:
+        assert all(h.get(k) == v for k, v in NAMES.items())
+    finally:
+        h.close()
+    with pytest.raises(store.StoreFormatError, match="wrong crypt key"):
+        pcb._core.mmkv_open(str(tmp_path / "prefs.mmkv"), b"another key 0123")
+
+
+def test_mmkv_model_crc_catches_corruption_but_not_tampering(tmp_path):
+    """Its encryption is unauthenticated: flip a ciphertext bit, recompute the CRC (as an
+    attacker can), and the file opens with that plaintext bit flipped."""
+    h = engines.open_engine("mmkv", str(tmp_path))
+    try:
+        h.put({"balance": "100"}, durable=True)
+    finally:
+        h.close()
+    path = tmp_path / "prefs.mmkv"
+    data = bytearray(path.read_bytes())
+    size = int.from_bytes(data[:4], "little")
+    data[4 + size - 1] ^= 0x01  # the last byte: the value's last character ('0' -> '1')
+    path.write_bytes(bytes(data))
+    with pytest.raises(store.StoreFormatError, match="CRC-32"):
+        engines.open_engine("mmkv", str(tmp_path))
+    meta = bytearray((tmp_path / "prefs.mmkv.crc").read_bytes())
+    meta[0:4] = zlib.crc32(bytes(data[4:4 + size])).to_bytes(4, "little")
+    (tmp_path / "prefs.mmkv.crc").write_bytes(bytes(meta))
+    h = engines.open_engine("mmkv", str(tmp_path))
+    try:
+        assert h.get("balance") == "101"
+    finally:
+        h.close()
+
+
+def test_mmkv_results_say_model_and_unauthenticated(tmp_path):
+    m = store.bench("get", engine="mmkv", n_keys=20, repeats=2, min_time=0.002, directory=tmp_path)
+    assert m.engine == "mmkv" and m.level == "python"
+    assert "model" in m.engine_version.lower() and "unauthenticated" in m.engine_version
+    assert "MODEL" in designs.GIVES_UP["mmkv_model"] and "WITHOUT authentication" in designs.GIVES_UP["mmkv_model"]
+    with pytest.raises(ValueError, match="at most 16 bytes"):
+        pcb._core.mmkv_open(str(tmp_path / "x"), b"k" * 17)
+    h = pcb._core.mmkv_open(str(tmp_path / "y"), None)
+    pcb._core.mmkv_close(h)
+    with pytest.raises(ValueError, match="closed"):
+        pcb._core.mmkv_get(h, b"a")
+    with pytest.raises(TypeError, match="mmkv_open"):
+        pcb._core.mmkv_get(object(), b"a")
 
 
 # ---- ESP's value encoding, checked against the C store's own bytes
@@ -220,7 +333,7 @@ def test_startup_runs_every_design_in_the_same_rounds(tmp_path):
         assert len(m.samples) == 3 and np.all(m.samples > 0)
         assert np.all(m.durable_samples >= m.samples)  # durable includes the blocked part
         assert m.level == "python" and m.gives_up == designs.GIVES_UP[m.design]
-        assert (m.engine_version is not None) == (m.design in ("sqlcipher", "sqlite"))
+        assert (m.engine_version is not None) == (m.design in ("sqlcipher", "sqlite", "mmkv_model"))
         assert m.disk_bytes > 0
     text = designs.format_designs(recs, budget_ms=1e9)
     assert text.count("1 (baseline)") == 2 and "Python call" in text
