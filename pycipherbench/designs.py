@@ -138,7 +138,8 @@ class _StartupPoint:
     (cold) per start-up; open, reads, writes + apply timed (blocked), then flush (durable)."""
 
     def __init__(self, design: str, *, cold: bool, n_entries: int, n_reads: int, writes: int,
-                 sensitive_fraction: float, missing_fraction: float, key_len: int,
+                 sensitive_fraction: float, sensitive_reads: float, missing_fraction: float,
+                 key_len: int,
                  value_len: int, min_time: float, seed: int, directory: str | None) -> None:
         self.design, self.cold = design, cold
         self.engine, self.options = DESIGNS[design]
@@ -151,7 +152,7 @@ class _StartupPoint:
         plain_names = names[len(self.sensitive):]
         n_missing = round(n_reads * missing_fraction)
         present = n_reads - n_missing
-        n_sens = round(present * sensitive_fraction)
+        n_sens = round(present * sensitive_reads)
         if n_sens > len(self.sensitive) or present - n_sens > len(plain_names):
             raise ValueError(f"n_reads={n_reads} reads {present} stored items "
                              f"({n_sens} sensitive) but n_entries={n_entries} holds "
@@ -253,11 +254,20 @@ def _check_count(name: str, value: int, low: int) -> None:
 
 
 def plan_design(design: str, *, cold: bool = False, n_entries: int = 100, n_reads: int = 20,
-                writes: int = 1, sensitive_fraction: float = 0.2, missing_fraction: float = 0.25,
+                writes: int = 1, sensitive_fraction: float = 0.2,
+                sensitive_reads: float | None = None, missing_fraction: float = 0.25,
                 key_len: int = 32, value_len: int = 32, min_time: float = 0.05,
                 repeats: int = DEFAULT_ROUNDS, seed: int = 0,
                 directory: str | None = None) -> Plan:
-    """A start-up point of ``design`` (of :data:`DESIGNS`), for :func:`._rounds.run_plans`."""
+    """A start-up point of ``design`` (of :data:`DESIGNS`), for :func:`._rounds.run_plans`.
+
+    The store holds ``n_entries`` random ``[A-Za-z0-9]`` pairs of ``key_len``/``value_len``
+    characters, ``sensitive_fraction`` of them sensitive (the tiered designs keep those in
+    their ESP store); start-up reads ``n_reads`` names, ``missing_fraction`` of them never
+    set, and of the stored ones ``sensitive_reads`` sensitive (default:
+    ``sensitive_fraction``; 0 is a start-up path that needs no secret, where
+    ``tiered_lazy`` never opens its encrypted store); then puts ``writes`` items and
+    ``apply()``s."""
     if design not in DESIGNS:
         import difflib
 
@@ -272,18 +282,22 @@ def plan_design(design: str, *, cold: bool = False, n_entries: int = 100, n_read
     _check_count("key_len", key_len, 1)
     _check_count("value_len", value_len, 0)
     _check_fraction("sensitive_fraction", sensitive_fraction)
+    if sensitive_reads is None:
+        sensitive_reads = sensitive_fraction
+    _check_fraction("sensitive_reads", sensitive_reads)
     _check_fraction("missing_fraction", missing_fraction)
     if DESIGNS[design][0] == "sqlcipher":
         engines._sqlcipher()  # the clear error naming the extra, before anything runs
     if directory is not None and not os.path.isdir(directory):
         raise NotADirectoryError(f"directory={directory!r} is not an existing directory")
     point = _StartupPoint(design, cold=cold, n_entries=n_entries, n_reads=n_reads, writes=writes,
-                          sensitive_fraction=sensitive_fraction, missing_fraction=missing_fraction,
+                          sensitive_fraction=sensitive_fraction, sensitive_reads=sensitive_reads,
+                          missing_fraction=missing_fraction,
                           key_len=key_len, value_len=value_len, min_time=min_time, seed=seed,
                           directory=directory)
     params = dict(cold=cold, n_entries=n_entries, n_reads=n_reads, writes=writes,
-                  sensitive_fraction=sensitive_fraction, missing_fraction=missing_fraction,
-                  key_len=key_len, value_len=value_len)
+                  sensitive_fraction=sensitive_fraction, sensitive_reads=sensitive_reads,
+                  missing_fraction=missing_fraction, key_len=key_len, value_len=value_len)
     workload = "startup_cold" if cold else "startup_warm"
     import functools
 
@@ -337,7 +351,8 @@ def format_designs(records: Sequence[DesignMeasurement], budget_ms: float | None
             f"warm ({p['n_entries']:,} entries stored)"
         lines.append(f"# start-up, {what}: open + {p['n_reads']} reads "
                      f"({p['missing_fraction']:.0%} never set) + {p['writes']} write(s) + apply; "
-                     f"tiered: {p['sensitive_fraction']:.0%} sensitive")
+                     f"tiered: {p['sensitive_fraction']:.0%} of entries sensitive, "
+                     f"{p['sensitive_reads']:.0%} of the stored reads")
         rows = []
         for m in group:
             low, high = m.ci

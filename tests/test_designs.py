@@ -342,12 +342,34 @@ def test_startup_runs_every_design_in_the_same_rounds(tmp_path):
         assert re.search(rf"^{d}\s", text, re.M), d
 
 
+def test_lazy_skips_the_encrypted_open_when_startup_reads_no_secret(tmp_path, monkeypatch):
+    """tiered_lazy with no sensitive read at start-up never creates the encrypted store's
+    key: its cold start-up does not pay ESP's key generation (the article's remedy)."""
+    p = designs.plan_design("tiered_lazy", cold=True, n_entries=30, n_reads=10,
+                            sensitive_reads=0.0, min_time=0.0, directory=str(tmp_path))
+    opened = []
+    real = engines._Esp.__init__
+
+    def spy(self, directory, options, name="prefs"):
+        opened.append(name)
+        real(self, directory, options, name)
+
+    monkeypatch.setattr(engines._Esp, "__init__", spy)
+    try:
+        p.point.prepare()
+        p.point.sample(1.0)
+    finally:
+        p.point.close()
+    assert opened and set(opened) == {"plain_prefs"}
+    assert not any(n in p.point.sensitive for n in p.point.reads)
+
+
 def test_budget_sentences_follow_the_data():
     def rec(design, values):
         return designs.DesignMeasurement(
             design=design, workload="startup_warm",
             params=dict(cold=False, n_entries=100, n_reads=20, writes=1, sensitive_fraction=0.2,
-                        missing_fraction=0.25, key_len=32, value_len=32),
+                        sensitive_reads=0.2, missing_fraction=0.25, key_len=32, value_len=32),
             payload=0, hw_aes=True, min_time=0.0, repeats=6, iterations=1,
             samples=np.asarray(values, dtype=float), tsc_samples=None,
             durable_samples=np.asarray(values, dtype=float), machine={})
@@ -360,3 +382,22 @@ def test_budget_sentences_follow_the_data():
     assert "slowest: sqlcipher, 300.00 ms" in s
     [s] = designs.budget_sentences(recs, 0.5)
     assert "no design fits 0.5 ms" in s and "plain, esp, sqlcipher miss it" in s
+
+
+def test_cli_store_designs_prints_the_budget_table(tmp_path):
+    import subprocess
+
+    from pycipherbench._hwaes import python_command
+
+    r = subprocess.run(python_command("pycipherbench.cli", "store", "--designs", "--quick",
+                                      "--no-progress", "--budget", "1e9",
+                                      "--directory", str(tmp_path)),
+                       capture_output=True, text=True, timeout=600, check=False)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    for d in designs.DESIGNS:
+        assert re.search(rf"^{d}\s+\S+ (ms|us|ns)\s+\[", out, re.M), (d, out)
+    assert "fits 1e+09 ms" in out and out.count("1 (baseline)") == 2
+    assert "# Budget 1e+09 ms of blocked start-up time:" in out
+    assert "Cold, 20 reads: plain, esp" in out and "with the whole interval" in out
+    assert "MMKV design model" in out and "Python call" in out
