@@ -400,7 +400,8 @@ def budget_sentences(records: Sequence[DesignMeasurement], budget_ms: float) -> 
         miss = [m.design for m in group if m.median > budget_ms * 1e6]
         slowest = max(group, key=lambda m: m.median)
         kind = "cold" if p["cold"] else f"warm ({p['n_entries']:,} entries)"
-        s = (f"{kind.capitalize()}, {p['n_reads']} reads: "
+        secret = ", no secret read" if p.get("sensitive_reads", 1) == 0 else ""
+        s = (f"{kind.capitalize()}, {p['n_reads']} reads{secret}: "
              + (f"{', '.join(fit)} fit{'s' if len(fit) == 1 else ''} {budget_ms:g} ms with "
                 "the whole interval" if fit else f"no design fits {budget_ms:g} ms with its whole interval"))
         if near:
