@@ -346,7 +346,8 @@ static int load(pcb_mmkv *m, const char *path, pcb_status *st)
         write_meta(m);
         return 1;
     }
-    if (m->actual > m->map_size - 4 || m->actual < HOLDER_LEN || le32(m->meta + META_ACTUAL) != m->actual)
+    if (m->actual > m->map_size - 4 || m->actual < HOLDER_LEN || m->actual > MAX_CONTENT
+        || le32(m->meta + META_ACTUAL) != m->actual)
         return pcb_fail(st, PCB_E_FORMAT, "%s: actual size %u does not fit the file (%zu bytes) "
                         "or its meta file", path, m->actual, m->map_size);
     m->crc = le32(m->meta + META_CRC);
