@@ -44,6 +44,8 @@ Layout = Literal["entries", "file"]
 Workload = Literal["put", "get", "get_missing", "contains", "all", "commit", "apply",
                    "open_cold", "open_warm", "rotate", "rotate_lazy"]
 ValueType = Literal["string", "string_set", "int", "long", "float", "bool"]
+Engine = Literal["esp", "sqlcipher", "mmkv"]
+Level = Literal["c", "python"]
 PathLike = str | os.PathLike[str]
 
 
@@ -97,6 +99,7 @@ def _opt(name: str, type: str, default: Any, doc: str, calls: str, **kw: Any) ->
 _ENCRYPTED: Condition = (("encrypted", (True,)),)
 _ENTRIES: Condition = (("encrypted", (True,)), ("layout", ("entries",)))
 _NOT_COLD: Condition = (("workload", ("open_cold",)),)
+_PEER: Condition = (("engine", ("sqlcipher", "mmkv")),)  # engines without ESP's options (issue 19)
 
 #: Every store option, in the order the documentation lists them.
 OPTIONS: tuple[Option, ...] = (
@@ -128,21 +131,29 @@ OPTIONS: tuple[Option, ...] = (
     _opt("encrypted", "bool", True, "False: the plain SharedPreferences baseline",
          "open bench kernel"),
     _opt("key_encryption", "KeyEncryption", "siv", "names: AES-SIV (ESP) or plain",
-         "open bench kernel", when=_ENTRIES),
+         "open bench kernel", when=_ENTRIES, unless=_PEER),
     _opt("value_encryption", "ValueEncryption", "gcm", "values' AEAD, or none",
-         "open bench kernel", when=_ENCRYPTED),
-    _opt("cache", "bool", False, "keep decrypted values", "open bench kernel", when=_ENCRYPTED),
+         "open bench kernel", when=_ENCRYPTED, unless=_PEER),
+    _opt("cache", "bool", False, "keep decrypted values", "open bench kernel", when=_ENCRYPTED,
+         unless=_PEER),
     _opt("layout", "Layout", "entries", "one entry per key (ESP) or the map sealed whole",
-         "open bench kernel", when=_ENCRYPTED),
+         "open bench kernel", when=_ENCRYPTED, unless=_PEER),
     _opt("faithful", "bool", False, "repeat ESP's per-call work", "open bench kernel",
-         when=_ENCRYPTED),
+         when=_ENCRYPTED, unless=_PEER),
     _opt("passphrase", "bool", False, "the store's master key from a passphrase (scrypt)",
-         "bench kernel", when=_ENCRYPTED),
+         "bench kernel", when=_ENCRYPTED, unless=_PEER),
     _opt("crypto_backend", "str", "auto", "the library that seals and opens entries",
-         "open bench kernel", when=(*_ENTRIES, ("faithful", (False,)))),
+         "open bench kernel", when=(*_ENTRIES, ("faithful", (False,))), unless=_PEER),
+    # which store, and where it is timed (issue 19; Python only)
+    _opt("engine", "Engine", "esp", "the store: ESP ('esp', this package's C store), "
+         "SQLCipher 4 ('sqlcipher', pycipherbench[peers]) or our MODEL of MMKV's design "
+         "('mmkv', unauthenticated AES-CFB); the last two timed at the Python call", "bench"),
+    _opt("level", "Level", "c", "where ESP is timed: in C with the GIL released ('c') or at "
+         "the Python call ('python', as engines with only a Python binding are)", "bench",
+         when=(("engine", ("esp",)),)),
     # how the point is run (Python only)
     _opt("hw_aes", "bool", True, "False: in a child process with AES-NI/PCLMULQDQ hidden",
-         "bench", when=_ENCRYPTED),
+         "bench", when=_ENCRYPTED, unless=_PEER),
     _opt("min_time", "float", 0.05, "seconds one sample lasts at least", "bench", run=True),
     _opt("repeats", "int", 10, "rounds", "bench", run=True),
     _opt("warmup", "float | None", None, "seconds of warm-up (None: min_time)", "bench",
@@ -216,7 +227,9 @@ def applies(name: str, point: Mapping[str, Any], call: str = "bench") -> bool:
     opts = for_call(call)
 
     def get(key: str) -> Any:
-        return point[key] if key in point else opts[key].default
+        if key in point:
+            return point[key]
+        return (opts[key] if key in opts else for_call("bench")[key]).default
 
     return (all(_holds(get(k), allowed) for k, allowed in o.when)
             and not any(_holds(get(k), allowed) for k, allowed in o.unless))

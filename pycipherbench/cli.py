@@ -354,6 +354,19 @@ def cmd_store(args: argparse.Namespace) -> int:
 
     if args.action:
         return cmd_store_inspect(args)
+    if args.designs:  # issue 19: the store designs' start-up table
+        from .experiments import run_store_designs
+
+        try:
+            text = run_store_designs(args.quick, args.budget, directory=args.directory,
+                                     progress=not args.no_progress)
+        except (ValueError, TypeError, OSError, ImportError) as e:
+            return _fail("store --designs", e)
+        if not text:
+            print("# Interrupted (Ctrl-C) before the first round finished: no figures.", file=sys.stderr)
+            return 130
+        print(text)
+        return 0
 
     n_keys = args.n_keys if args.n_keys is not None else (100 if args.quick else 1000)
     timing: dict[str, Any] = dict(STORE_TIMING[args.quick])
@@ -457,6 +470,11 @@ def _add_sweep_commands(sub: Any) -> None:
     st.add_argument("--json", metavar="FILE", help="also save the results (raw samples); with "
                     "inspect: the description as JSON ('-': standard output)")
     st.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    st.add_argument("--designs", action="store_true",
+                    help="the start-up table of the store designs (ESP, cache, tiered, lazy, "
+                         "SQLCipher 4, SQLite, an MMKV design model): which fits --budget")
+    st.add_argument("--budget", type=float, default=900.0,
+                    help="with --designs: the start-up budget in ms (default 900, the article's)")
     st.set_defaults(func=cmd_store)
 
 

@@ -239,3 +239,35 @@ def _store_open(results: Results) -> str:
     return "\n".join([
         "## Open: cold (first launch: keys generated) vs warm (load 100 entries)",
         format_table(["store", "cold", "warm"], rows)])
+
+
+# -- store designs: issue 19, "which design meets my start-up budget?"
+
+#: The start-up cases of ``pycipherbench store --designs``: cold and warm, the article's
+#: 20 configuration reads and its 100 pairs, and a start-up path that reads no secret.
+DESIGN_CASES: list[dict[str, Any]] = [
+    {"cold": c, "n_reads": n} for n in (20, 100) for c in (True, False)
+] + [{"cold": c, "n_reads": 20, "sensitive_reads": 0.0} for c in (True, False)]
+
+
+def run_store_designs(quick: bool, budget_ms: float, *, directory: str | None = None,
+                      n_entries: int = 100, progress: bool = True) -> str:
+    """Every design's start-up (:mod:`pycipherbench.designs`) in shared rounds, as the
+    table and the budget sentences (computed from the run); empty if Ctrl-C came before
+    the first round ended."""
+    from . import designs
+
+    repeats = 3 if quick else DEFAULT_ROUNDS  # QUICK_NOTE's 3 rounds
+    cases = DESIGN_CASES[:2] if quick else DESIGN_CASES
+    recs, run = designs.run(cases=cases, repeats=repeats, min_time=0.0 if quick else 0.02,
+                            progress=progress, directory=directory, n_entries=n_entries)
+    if not recs:
+        return ""
+    lines = [designs.format_designs(recs, budget_ms=budget_ms), "",
+             f"# Budget {budget_ms:g} ms of blocked start-up time:"]
+    lines += [f"#   {s}" for s in designs.budget_sentences(recs, budget_ms)]
+    if run.interrupted:
+        lines.append(f"# Interrupted (Ctrl-C) after {run.rounds} of {repeats} rounds.")
+    if quick:
+        lines.append(f"# {QUICK_NOTE}")
+    return "\n".join(lines)

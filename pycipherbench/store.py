@@ -55,7 +55,8 @@ STRING, STRING_SET, INT, LONG, FLOAT, BOOLEAN = range(6)
 # The options' types: pycipherbench._options declares every store option once (name,
 # type, default, doc, calls); the signatures below spell them out for mypy and IDEs,
 # and tests/test_options.py checks that they say what the table says.
-from ._options import KeyEncryption, Layout, PathLike, ValueEncryption, ValueType, Workload
+from ._options import (Engine, KeyEncryption, Layout, Level, PathLike, ValueEncryption, ValueType,
+                       Workload)
 
 T = TypeVar("T")
 
@@ -492,6 +493,9 @@ class StoreMeasurement(Record):
     disk_bytes: int
     entries: int
     durable_samples: np.ndarray | None = None
+    engine: str = "esp"
+    level: str = "c"
+    engine_version: str | None = None
 
     METRICS: ClassVar[tuple[str, ...]] = (
         *Record.METRICS, "durable_median", "heap_bytes_per_entry", "disk_bytes_per_entry")
@@ -545,11 +549,16 @@ class StoreMeasurement(Record):
             "stages": self.stages, "heap_bytes": self.heap_bytes, "disk_bytes": self.disk_bytes,
             "entries": self.entries, "heap_bytes_per_entry": self.heap_bytes_per_entry,
             "disk_bytes_per_entry": self.disk_bytes_per_entry, "durable_median": self.durable_median,
+            "engine": self.engine, "level": self.level, "engine_version": self.engine_version,
         }
 
     def _label(self) -> str:
         kind = "encrypted" if self.params["encrypted"] else "plain"
         hw = "" if self.hw_aes else ", hw AES off"
+        if self.engine != "esp" or self.level != "c":
+            ver = f" {self.engine_version}" if self.engine_version else ""
+            return (f"{self.workload} ({kind} {self.engine}{ver} store, {self.params['n_keys']} "
+                    f"entries, timed at the Python call)")
         return f"{self.workload} ({kind} store, {self.params['n_keys']} entries{hw})"
 
     @classmethod
@@ -566,6 +575,17 @@ class StoreMeasurement(Record):
             entries=int(info["entries"]), durable_samples=durable,
             **record_fields(data, run, repeats=repeats),
         )
+
+
+def _check_engine(engine: Any, level: Any) -> None:
+    import difflib
+
+    for name, value, allowed in (("engine", engine, ("esp", "sqlcipher", "mmkv")),
+                                 ("level", level, ("c", "python"))):
+        if value not in allowed:
+            close = difflib.get_close_matches(str(value), allowed, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"{name} must be one of {list(allowed)}, not {value!r}{hint}")
 
 
 @_options.keywords("bench", extra=("workers",))
@@ -585,6 +605,8 @@ def plan_bench(
     faithful: bool = False,
     passphrase: bool = False,
     crypto_backend: str = "auto",
+    engine: Engine = "esp",
+    level: Level = "c",
     hw_aes: bool = True,
     min_time: float = 0.05,
     repeats: int = DEFAULT_ROUNDS,
@@ -602,6 +624,15 @@ def plan_bench(
     _core.check_timing(min_time, repeats, warm)
     if directory is not None and not os.path.isdir(directory):
         raise NotADirectoryError(f"directory={os.fspath(directory)!r} is not an existing directory")
+    _check_engine(engine, level)
+    if engine != "esp" or level == "python":  # timed at the Python call (issue 19)
+        from .engine_bench import plan_py
+
+        if not hw_aes:
+            raise ValueError("hw_aes=False is timed in C only (engine='esp', level='c')")
+        return plan_py(workload, engine, params, min_time=min_time, warmup=warm,
+                       repeats=repeats, stages=stages,
+                       directory=None if directory is None else os.fspath(directory))
     if workers is None and not hw_aes:
         raise ValueError("hw_aes=False needs the run's workers (the masked child process)")
     factory, mask = (workers or Workers()).factory("StoreKernel", hw_aes)
@@ -630,6 +661,8 @@ def bench(
     faithful: bool = False,
     passphrase: bool = False,
     crypto_backend: str = "auto",
+    engine: Engine = "esp",
+    level: Level = "c",
     hw_aes: bool = True,
     min_time: float = 0.05,
     repeats: int = DEFAULT_ROUNDS,
@@ -668,6 +701,18 @@ def bench(
     ``crypto_backend`` runs the entries' crypto on another library (see
     :func:`open`), to show how much of ESP's cost is the library's per-call
     overhead; it is a sweep dimension like the other options.
+
+    ``engine="sqlcipher"`` times the real SQLCipher 4 library (``pip install
+    "pycipherbench[peers]"``; one table of ESP's value encodings, SQLCipher's default
+    settings; ``encrypted=False`` is plain SQLite), ``engine="mmkv"`` our C MODEL of
+    MMKV's design (unauthenticated AES-128-CFB; see :mod:`pycipherbench.engines`), and
+    ``level="python"`` times ESP the
+    same way: at the Python call (``time.perf_counter_ns`` around the calls a program
+    makes, call overhead included), since SQLCipher is reachable only through its Python
+    binding. Compare those with each other in one sweep, not with C-level figures; the
+    result says so (``level``, and SQLCipher's ``engine_version``). That level has
+    put, get, get_missing, contains, commit, apply (ESP), open_warm and open_cold, string
+    values, no stage breakdown and no heap figure (see :mod:`pycipherbench.engine_bench`).
     Ctrl-C stops it within about ``min_time`` plus one store build.
     """
     with Workers() as workers:

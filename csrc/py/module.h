@@ -71,6 +71,8 @@ int pcb_backend_arg(const char *name, int *backend);
 /* store_py.c: creates the Store and Editor types into ms and adds them to
  * the module; 0, or -1 with an exception set. */
 int pcb_store_types_exec(PyObject *module, module_state *ms);
+/* mmkv_py.c: the MMKV design model's functions (a capsule handle; issue 19). */
+extern PyMethodDef pcb_mmkv_functions[];
 /* store_options_py.c: the store calls' keyword arguments. Their names and
  * defaults are pycipherbench._options.OPTIONS, which the package hands to
  * _core._load_store_options at import (ValueError if the table and the C

@@ -1,0 +1,247 @@
+"""Store workloads timed at the Python call, for every engine (issue 19).
+
+What ``store.bench(workload, engine=..., level="python")`` runs: the same workloads as
+the C kernel where the engine has the operation, timed with ``time.perf_counter_ns``
+around the Python calls a program makes (call overhead included), because SQLCipher is
+reachable only through its Python binding; ESP at this level is ``store.open`` driven
+from Python, so the two compare at the same level in the same rounds. Each round builds
+a new instance (a copy of the prepared store in a new directory), as the C points do.
+
+Workloads (per operation): ``put`` (one ``Editor.put_string``; SQLCipher: one ``INSERT OR
+REPLACE`` inside an open transaction, whose page encryption happens at COMMIT, so its
+full write cost is ``commit``), ``get``, ``get_missing``, ``contains``, ``commit``
+(``batch`` puts + a durable commit), ``apply`` (ESP: blocked time, ``durable_samples``
+until written; SQLite has no apply: a durable COMMIT), ``open_warm`` (open an existing
+store of ``n_keys`` entries: ESP loads every entry, SQLCipher derives its key and reads
+page 1), ``open_cold`` (first launch: keys created, store created). String values only.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import random
+import shutil
+import tempfile
+import time
+from typing import Any, cast
+
+from . import engines
+from ._rounds import Plan, PointData, RunInfo, record_fields
+
+__all__ = ["PY_WORKLOADS", "plan_py"]
+
+#: The workloads this level has (the C kernel's all/rotate/rotate_lazy are ESP's alone).
+PY_WORKLOADS = ("put", "get", "get_missing", "contains", "commit", "apply", "open_warm",
+                "open_cold")
+_MAX_OPS = 200_000
+
+
+def _nivcsw() -> int:
+    import resource
+
+    who = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
+    return int(resource.getrusage(who).ru_nivcsw)
+
+
+class PyStorePoint:
+    """One engine's workload at the Python call: prepared once (a template store),
+    a new copy per round, ``iterations`` operations timed per sample."""
+
+    def __init__(self, engine: str, workload: str, *, n_keys: int, key_len: int,
+                 value_len: int, batch: int, encrypted: bool, options: dict[str, Any],
+                 min_time: float, warmup: float, directory: str | None) -> None:
+        self.engine, self.workload, self.options = engine, workload, options
+        self.n_keys, self.key_len, self.value_len, self.batch = n_keys, key_len, value_len, batch
+        self.encrypted = encrypted
+        self.min_time, self.warmup, self.directory = min_time, warmup, directory
+        self.base: str | None = None
+        self.template: str | None = None
+        self.iterations = 1
+        self.disk_bytes = 0
+        self.data = PointData()
+        self.data.info = {"workload": workload, "engine": engine}
+
+    def _open(self, where: str) -> engines.Handle:
+        return engines.open_engine(self.engine, where, encrypted=self.encrypted,
+                                   options=self.options)
+
+    def _names(self, rng: random.Random, n: int) -> list[str]:
+        from .designs import _text
+
+        return [_text(rng, self.key_len) for _ in range(n)]
+
+    def prepare(self) -> None:
+        from .designs import _text
+
+        self.base = tempfile.mkdtemp(prefix="pcb-engine-", dir=self.directory)
+        self.template = os.path.join(self.base, "template")
+        os.mkdir(self.template)
+        rng = random.Random()
+        self.names = self._names(rng, self.n_keys)
+        self.value = _text(rng, self.value_len)
+        if self.workload != "open_cold":
+            h = self._open(self.template)
+            try:
+                engines.fill(h, ((k, _text(rng, self.value_len)) for k in self.names))
+                h.flush()
+            finally:
+                h.close()
+            self.disk_bytes = engines.disk_bytes(self.template)
+        self.missing = self._names(rng, 1000)
+        # calibrate: double until one sample lasts min_time (capped)
+        n = 1
+        while True:
+            ns = self._sample(n)[0]
+            if ns >= self.min_time * 1e9 or n >= _MAX_OPS:
+                break
+            n = min(_MAX_OPS, max(n * 2, math.ceil(n * self.min_time * 1e9 / max(ns, 1) * 1.2)))
+        self.iterations = n
+
+    def _sample(self, n: int) -> tuple[int, int, int, int]:
+        """(blocked ns, durable ns, CPU ns, nivcsw) of n operations on a new copy."""
+        assert self.base is not None and self.template is not None
+        where = tempfile.mkdtemp(dir=self.base)
+        try:
+            if self.workload == "open_cold":
+                return self._opens(where, n, cold=True)
+            shutil.copytree(self.template, where, dirs_exist_ok=True)
+            if self.workload == "open_warm":
+                return self._opens(where, n, cold=False)
+            h = self._open(where)
+            try:
+                return self._ops(h, n)
+            finally:
+                h.close()
+        finally:
+            shutil.rmtree(where, ignore_errors=True)
+
+    def _opens(self, where: str, n: int, *, cold: bool) -> tuple[int, int, int, int]:
+        total = cpu = niv = 0
+        for i in range(n):
+            d = os.path.join(where, str(i)) if cold else where
+            if cold:
+                os.mkdir(d)
+            n0, c0 = _nivcsw(), time.thread_time_ns()
+            t0 = time.perf_counter_ns()
+            h = self._open(d)
+            total += time.perf_counter_ns() - t0
+            cpu += time.thread_time_ns() - c0
+            niv += _nivcsw() - n0
+            h.close()
+            if cold:
+                shutil.rmtree(d, ignore_errors=True)
+        return total, total, cpu, niv
+
+    def _ops(self, h: engines.Handle, n: int) -> tuple[int, int, int, int]:
+        w, names, value = self.workload, self.names, self.value
+        picks = [names[i % len(names)] for i in random.sample(range(max(n, len(names))), n)] \
+            if w in ("get", "contains") and names else []
+        if w == "get_missing":
+            picks = [self.missing[i % len(self.missing)] for i in range(n)]
+        fresh = self._names(random.Random(), n if w == "put" else self.batch) \
+            if w in ("put", "commit", "apply") else []
+        ed = h.editor() if w == "put" else None
+        n0, c0 = _nivcsw(), time.thread_time_ns()
+        t0 = time.perf_counter_ns()
+        durable = 0
+        if w == "get":
+            for k in picks:
+                h.get(k)
+        elif w in ("get_missing",):
+            for k in picks:
+                h.get(k)
+        elif w == "contains":
+            for k in picks:
+                h.contains(k)
+        elif w == "put":
+            assert ed is not None
+            for k in fresh:
+                ed.put_string(k, value)
+        else:  # commit / apply: a batch per operation
+            for _ in range(n):
+                e = h.editor()
+                for k in fresh:
+                    e.put_string(k, value)
+                if w == "commit":
+                    e.commit()
+                else:
+                    e.apply()
+        t1 = time.perf_counter_ns()
+        if w == "apply":
+            h.flush()
+            durable = time.perf_counter_ns() - t0
+        cpu, niv = time.thread_time_ns() - c0, _nivcsw() - n0
+        if ed is not None:
+            ed.commit()  # untimed: the puts' transaction ends
+        return t1 - t0, durable or (t1 - t0), cpu, niv
+
+    def sample(self, canary: float) -> None:
+        blocked, durable, cpu, niv = self._sample(self.iterations)
+        self.data.extra.setdefault("durable_ns", []).append(durable / self.iterations)
+        self.data.add((blocked, 0, cpu, niv, blocked), self.iterations, canary)
+
+    def close(self) -> None:
+        if self.base is not None:
+            shutil.rmtree(self.base, ignore_errors=True)
+            self.base = None
+
+
+def _build(data: PointData, run: RunInfo, *, point: PyStorePoint, params: dict[str, Any],
+           min_time: float, repeats: int) -> Any:
+    from .store import StoreMeasurement, StoreParams  # noqa: F401 (StoreParams: the cast)
+
+    fields = record_fields(data, run, repeats=repeats)
+    fields["tsc_samples"] = None  # no TSC at the Python call
+    w = point.workload
+    durable = None
+    if w == "apply":
+        import numpy as np
+
+        durable = np.asarray(data.extra.get("durable_ns", []), dtype=np.float64)
+    payload = 0 if w in ("get_missing", "contains", "open_cold", "open_warm") else \
+        point.value_len * (point.batch if w in ("commit", "apply") else 1)
+    version = engines.engine_version(point.engine)
+    return StoreMeasurement(
+        workload=w, params=cast("StoreParams", params), payload=payload, hw_aes=True, hw_mask=None,
+        min_time=min_time, stages=None, heap_bytes=0, disk_bytes=point.disk_bytes,
+        entries=point.n_keys if w != "open_cold" else 0, durable_samples=durable,
+        engine=point.engine, level="python", engine_version=version, **fields)
+
+
+def plan_py(workload: str, engine: str, params: dict[str, Any], *, min_time: float,
+            warmup: float, repeats: int, stages: bool, directory: str | None) -> Plan:
+    """A Python-call-level point (what ``store.plan_bench`` makes for ``level="python"``
+    or an engine with only a Python binding)."""
+    if workload not in PY_WORKLOADS:
+        raise ValueError(f"workload={workload!r} is not timed at the Python call "
+                         f"(engine={engine!r}); the Python level has {list(PY_WORKLOADS)}")
+    if params["value_type"] != "string":
+        raise ValueError(f"the Python level times string values only, not "
+                         f"value_type={params['value_type']!r}")
+    if engine == "sqlcipher":
+        engines._sqlcipher()  # the clear error naming the extra
+        if workload == "apply":
+            raise ValueError("engine='sqlcipher' has no apply() (SQLite commits durably): "
+                             "time workload='commit'")
+    defaults = {"key_encryption": "siv", "value_encryption": "gcm", "cache": False,
+                "layout": "entries", "faithful": False, "passphrase": False,
+                "crypto_backend": "openssl"}
+    options: dict[str, Any] = {}
+    for name, default in defaults.items():
+        if params[name] != default:
+            if engine != "esp":
+                raise ValueError(f"engine={engine!r} has no {name} option (got {params[name]!r})")
+            if name == "passphrase":
+                raise ValueError("passphrase=True is timed in C only (level='c')")
+            options[name] = params[name]
+    if engine == "esp" and not params["encrypted"]:
+        options = {}
+    point = PyStorePoint(engine, workload, n_keys=params["n_keys"], key_len=params["key_len"],
+                         value_len=params["value_len"], batch=params["batch"],
+                         encrypted=params["encrypted"], options=options, min_time=min_time,
+                         warmup=warmup, directory=directory)
+    build = functools.partial(_build, point=point, params=dict(params, stages=False),
+                              min_time=min_time, repeats=repeats)
+    return Plan(point, build)
