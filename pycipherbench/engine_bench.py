@@ -27,6 +27,7 @@ import tempfile
 import time
 from typing import Any, cast
 
+from . import _options
 from . import engines
 from ._rounds import Plan, PointData, RunInfo, record_fields
 
@@ -225,9 +226,10 @@ def plan_py(workload: str, engine: str, params: dict[str, Any], *, min_time: flo
         if workload == "apply":
             raise ValueError("engine='sqlcipher' has no apply() (SQLite commits durably): "
                              "time workload='commit'")
-    defaults = {"key_encryption": "siv", "value_encryption": "gcm", "cache": False,
-                "layout": "entries", "faithful": False, "passphrase": False,
-                "crypto_backend": "openssl"}
+    declared = _options.for_call("bench")  # the defaults are the option table's, not restated
+    defaults = {name: declared[name].default
+                for name in ("key_encryption", "value_encryption", "cache", "layout", "faithful",
+                             "passphrase", "crypto_backend")}
     options: dict[str, Any] = {}
     for name, default in defaults.items():
         if params[name] != default:
