@@ -43,12 +43,13 @@ import os
 import random
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
 from . import _core, _options
+from ._interrupt import SaveGuard
 from ._machine import machine
 from ._measure import check_kernel, measure
 from ._measure import plan as plan_kernel
@@ -272,7 +273,18 @@ def run_points(
         return Results(target, [p for p, _ in rows], [m for _, m in rows], machine=machine(),
                        options=options, grid=merged_grid, seed=seed, complete=complete)
 
+    with SaveGuard():  # a second Ctrl-C does not cut the saving of the complete rounds
+        return _run_and_save(target, todo, points, options, repeats, seed, progress, out,
+                             done, collect)
+
+
+def _run_and_save(target: Target, todo: list[dict[str, Any]], points: Sequence[dict[str, Any]],
+                  options: dict[str, Any], repeats: int, seed: int, progress: bool,
+                  out: PathLike | None, done: dict[tuple[Any, ...], tuple[dict[str, Any], Record]],
+                  collect: Callable[[bool], Results]) -> Results:
+    """The rounds of the points still to measure, then the results collected and saved."""
     interrupted = False
+    run = None
     if todo:
         with Workers() as workers:
             plans = [_plan(target, p, options, workers) for p in todo]

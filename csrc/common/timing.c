@@ -117,8 +117,11 @@ int pcb_timing_sample(pcb_run_fn fn, void *arg, uint64_t n, pcb_sample *out, pcb
         if (sl != NULL) {
             sl->done = rc == 0 ? n : 0;
             sl->slices = 1;
-            if (rc == 0 && n)
+            if (rc == 0 && n) {
                 sl->ns_per_op = (double)out->call_ns / (double)n;
+                sl->last = *out;
+                sl->last_n = n;
+            }
         }
         return rc;
     }
@@ -139,8 +142,11 @@ int pcb_timing_sample(pcb_run_fn fn, void *arg, uint64_t n, pcb_sample *out, pcb
         sl->done += m;
         sl->slices++;
         sl->ns_per_op = (double)s.call_ns / (double)m;
-        if (sl->done >= n)
+        if (sl->done >= n) {
+            sl->last = *out;
+            sl->last_n = n;
             return 0;
+        }
         /* The slice boundary: no clock of the sample runs here. */
         if (sl->stop != NULL && sl->stop(sl->stop_arg))
             return PCB_TIMING_STOPPED;

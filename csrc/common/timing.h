@@ -56,10 +56,13 @@ typedef struct {
                                  * the first slice; updated by every call */
     uint64_t done;              /* operations the last call ran (< n when stopped) */
     uint64_t slices;            /* slices the last call ran */
+    pcb_sample last;            /* the last call that ran to the end (calibration: its */
+    uint64_t last_n;            /* final, longest call), and its operations (0: none) */
 } pcb_slicer;
 
 /* What warm-up, calibration and samples return when stop() cut them. */
 #define PCB_TIMING_STOPPED 1
+
 
 uint64_t pcb_clock_ns(void);
 

@@ -730,7 +730,15 @@ static PyObject *Kernel_last_call(KernelObject *k, void *Py_UNUSED(closure))
     return pcb_timed_last(&k->timed);
 }
 
+static PyObject *Kernel_last_sample(KernelObject *k, void *Py_UNUSED(closure))
+{
+    return pcb_timed_last_sample(&k->timed);
+}
+
 static PyGetSetDef Kernel_getset[] = {
+    {"last_sample", (getter)Kernel_last_sample, NULL,
+     "(operations, sample tuple) of the last call that ran to the end (after calibrate():\n"
+     "its final call, which lasted at least min_time), or None.", NULL},
     {"last_call", (getter)Kernel_last_call, NULL,
      "(operations, slices) of the last calibrate()/sample() call: fewer operations than\n"
      "asked when Ctrl-C cut it between two slices (slices of about 0.1 s; the clocks\n"

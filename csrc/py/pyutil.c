@@ -249,3 +249,10 @@ PyObject *pcb_u64_list(const uint64_t *v, uint32_t n)
     }
     return list;
 }
+
+PyObject *pcb_timed_last_sample(const pcb_timed *t)
+{
+    if (t->sl.last_n == 0)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(KN)", (unsigned long long)t->sl.last_n, pcb_sample_tuple(&t->sl.last));
+}

@@ -91,6 +91,9 @@ PyObject *pcb_timed_sample(module_state *ms, pcb_timed *t, PyObject *n_obj);
 /* (operations, slices) of the last calibrate/sample call: fewer operations
  * than asked when a signal cut it. */
 PyObject *pcb_timed_last(const pcb_timed *t);
+/* (operations, sample tuple) of the last call that ran to the end -- after
+ * calibrate(), its final call, a sample of at least min_time -- or None. */
+PyObject *pcb_timed_last_sample(const pcb_timed *t);
 
 /* A list of n Python ints; NULL with an exception set. */
 PyObject *pcb_u64_list(const uint64_t *v, uint32_t n);

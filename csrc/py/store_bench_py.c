@@ -280,7 +280,15 @@ static PyObject *StoreKernel_last_call(StoreKernelObject *k, void *Py_UNUSED(clo
     return pcb_timed_last(&k->timed);
 }
 
+static PyObject *StoreKernel_last_sample(StoreKernelObject *k, void *Py_UNUSED(closure))
+{
+    return pcb_timed_last_sample(&k->timed);
+}
+
 static PyGetSetDef StoreKernel_getset[] = {
+    {"last_sample", (getter)StoreKernel_last_sample, NULL,
+     "(operations, sample tuple) of the last call that ran to the end (after calibrate():\n"
+     "its final call, which lasted at least min_time), or None.", NULL},
     {"last_call", (getter)StoreKernel_last_call, NULL,
      "(operations, slices) of the last calibrate()/sample() call: fewer operations than\n"
      "asked when Ctrl-C cut it between two slices.", NULL},
