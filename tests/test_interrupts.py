@@ -1,0 +1,257 @@
+"""Ctrl-C: within about a slice (0.1 s) of a sample, however long the sample; one
+KeyboardInterrupt with the masked hw_aes=False child too; the complete rounds kept and
+written, also when Ctrl-C is pressed again; ``speed`` interrupted in its first round.
+
+Every check runs in a child process that gets SIGINT, with a generous timeout for a hang;
+none asserts a duration. That a long sample was cut is shown by counts: the kernel's
+``last_call`` ran fewer operations than it was asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from pycipherbench import stats
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery")
+
+HANG = 120  # seconds: a child still running after this is stuck
+
+
+def child(package_root: str, body: str, timeout: float = HANG) -> subprocess.CompletedProcess:
+    """Runs ``body`` in a fresh interpreter importing this very pycipherbench, with Ctrl-C
+    as a user's shell has it (a test runner may start children with SIGINT ignored)."""
+    code = (f"import signal, sys\nsys.path.insert(0, {package_root!r})\n"
+            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+            "signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])\n"
+            + textwrap.dedent(body))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def facts(out: str) -> dict[str, object]:
+    """The child's last line: a JSON object of what it saw."""
+    return json.loads(out.strip().splitlines()[-1])
+
+
+# -- a long sample is cut between two slices
+@pytest.mark.parametrize("hw_threads", [1, 2], ids=["one thread", "two threads"])
+def test_sigint_cuts_a_long_cipher_sample(package_root: str, hw_threads: int) -> None:
+    r = child(package_root, f"""
+        import json, os, threading
+        from pycipherbench import _core
+        k = _core.Kernel("AES/CTR/NoPadding", payload=16384, threads={hw_threads})
+        n = k.calibrate(0.02, 0.0)            # n operations last about 20 ms
+        asked = n * 3000                      # about a minute
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        try:
+            k.sample(asked)
+            cut = False
+        except KeyboardInterrupt:
+            cut = True
+        done, slices = k.last_call
+        print(json.dumps(dict(cut=cut, asked=asked, done=done, slices=slices)))
+    """)
+    assert r.returncode == 0, r.stderr
+    f = facts(r.stdout)
+    assert f["cut"], f
+    assert 0 < f["done"] < f["asked"] // 10, f   # stopped early: not at the end of the sample
+    assert f["slices"] >= 2, f
+
+
+def test_sigint_cuts_a_long_store_sample(package_root: str, tmp_path: Path) -> None:
+    r = child(package_root, f"""
+        import json, os, threading
+        from pycipherbench import _core
+        k = _core.StoreKernel("get", directory={str(tmp_path)!r}, n_keys=1000)
+        n = k.calibrate(0.02, 0.0)
+        asked = n * 3000
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        try:
+            k.sample(asked)
+            cut = False
+        except KeyboardInterrupt:
+            cut = True
+        done, slices = k.last_call
+        k.close()
+        print(json.dumps(dict(cut=cut, asked=asked, done=done, slices=slices)))
+    """)
+    assert r.returncode == 0, r.stderr
+    f = facts(r.stdout)
+    assert f["cut"] and 0 < f["done"] < f["asked"] // 10 and f["slices"] >= 2, f
+
+
+def test_sliced_sample_times_what_an_unsliced_one_does() -> None:
+    """A sample longer than a slice runs in several slices; the clocks cover the slices only,
+    so the per-operation time stays that of one long call (paired in interleaved rounds)."""
+    from pycipherbench import _core
+
+    k = _core.Kernel("AES/CTR/NoPadding", payload=4096)
+    n = k.calibrate(0.01, 0.0)
+    long_ns, short_ns = [], []
+    for _ in range(7):
+        long_ns.append(k.sample(n * 30)[0] / (n * 30))   # ~0.3 s: several slices
+        assert k.last_call[1] >= 2
+        short_ns.append(k.sample(n)[0] / n)               # ~10 ms: one slice
+        assert k.last_call == (n, 1)
+    r = stats.paired_ratio(long_ns, short_ns, run_to_run=0.0)
+    assert 0.8 < r.estimate < 1.25, r   # slicing adds no per-operation cost worth the name
+
+
+def test_measure_with_a_long_min_time_stops_inside_its_first_sample(package_root: str) -> None:
+    """Ctrl-C during measure(min_time=30): KeyboardInterrupt while the warm-up and
+    calibration (each at least min_time long) are running, not after them."""
+    r = child(package_root, """
+        import json, os, threading, time
+        import pycipherbench as pcb
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        t0 = time.monotonic()
+        try:
+            pcb.measure("AES/CTR/NoPadding", payload=4096, min_time=30.0, repeats=2)
+            raised = False
+        except KeyboardInterrupt:
+            raised = True
+        print(json.dumps(dict(raised=raised, before_one_sample=time.monotonic() - t0 < 30.0)))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert facts(r.stdout) == {"raised": True, "before_one_sample": True}
+
+
+# -- the masked child
+def test_ctrl_c_with_the_masked_child_raises_one_keyboard_interrupt(package_root: str) -> None:
+    r = child(package_root, """
+        import json, os, threading
+        import pycipherbench as pcb
+        from pycipherbench import _hwaes
+        workers = []
+        real = _hwaes.MaskedWorker.__init__
+        def init(self):
+            real(self)
+            workers.append(self)
+            threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+        _hwaes.MaskedWorker.__init__ = init
+        try:
+            pcb.measure("AES/CTR/NoPadding", payload=4096, min_time=30.0, hw_aes=False)
+            chained = "no interrupt"
+        except KeyboardInterrupt as e:
+            chained = repr(e.__context__ or e.__cause__)
+        print(json.dumps(dict(chained=chained, child_exit=workers[0]._proc.poll())))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "RuntimeError" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+    f = facts(r.stdout)
+    assert f["chained"] == "None", f            # nothing else raised while it unwound
+    assert f["child_exit"] is not None, f       # the masked child was stopped, not left running
+
+
+def test_a_terminals_ctrl_c_does_not_reach_the_masked_child(package_root: str) -> None:
+    """The child runs in its own session: a SIGINT to the parent's process group (what a
+    terminal's Ctrl-C is) reaches the parent only, which then stops the child."""
+    r = child(package_root, """
+        import json, os
+        from pycipherbench._hwaes import MaskedWorker
+        w = MaskedWorker()
+        k = w.new("Kernel", "AES/CTR/NoPadding", payload=4096)
+        print(json.dumps(dict(child_group=os.getpgid(w._proc.pid), ours=os.getpgid(0),
+                              n=k.calibrate(0.001, 0.0) > 0)))
+        k.close()
+        w.close()
+    """)
+    assert r.returncode == 0, r.stderr
+    f = facts(r.stdout)
+    assert f["child_group"] != f["ours"] and f["n"], f
+
+
+# -- the complete rounds are written, also when Ctrl-C comes twice
+def _wait_for(proc: subprocess.Popen, path: Path) -> None:
+    deadline = time.monotonic() + HANG
+    while not path.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"the child never got there: {proc.communicate()[1]}")
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_sweep_out_keeps_the_complete_rounds_after_repeated_ctrl_c(package_root: str,
+                                                                 tmp_path: Path, attempt: int) -> None:
+    """sweep --out with the masked child, Ctrl-C pressed twice in round 3 (a second press
+    while the first is handled): the file holds every point's complete rounds."""
+    ready, out = tmp_path / "ready", tmp_path / "r.json"
+    code = textwrap.dedent(f"""
+        import pathlib, signal, sys
+        sys.path.insert(0, {package_root!r})
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+        from pycipherbench import _rounds, cli
+        real = _rounds._canary
+        def canary(n):  # the third round starts: two are complete
+            canary.calls = getattr(canary, "calls", 0) + 1
+            if canary.calls == 4:  # 1 while preparing, then one per round
+                pathlib.Path({str(ready)!r}).write_text("x")
+            return real(n)
+        _rounds._canary = canary
+        sys.exit(cli.main(["sweep", "--out", {str(out)!r}, "--repeats", "30", "--param",
+                           "transformation=AES/CTR/NoPadding,AES/GCM/NoPadding", "--param",
+                           "payload=4096", "--param", "hw_aes=false", "--min-time", "0.2"]))
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(proc, ready)
+        time.sleep(0.05 * attempt)  # a little further into the round each attempt
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=HANG)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "Traceback" not in err, err
+    assert proc.returncode in (0, 130), err
+    doc = json.loads(out.read_text())
+    rounds = {len(p["measurement"]["samples"]) for p in doc["points"]}
+    assert len(doc["points"]) == 2 and rounds in ({2}, {3}), (rounds, err)
+    assert doc["complete"] is False
+
+
+# -- speed interrupted before its first round completes
+def test_speed_interrupted_while_calibrating_prints_the_rows_sampled(package_root: str) -> None:
+    """Ctrl-C after 3 rows were calibrated: those rows are printed as single samples
+    (their calibration's final call, at least min_time long), without an interval; the
+    rest say they were not sampled; exit 130, no traceback."""
+    r = child(package_root, """
+        import os, sys
+        from pycipherbench import _rounds, cli
+        real = _rounds.KernelPoint.prepare
+        def prepare(self):
+            prepare.calls = getattr(prepare, "calls", 0) + 1
+            if prepare.calls == 4:
+                os.kill(os.getpid(), signal.SIGINT)
+            real(self)
+        _rounds.KernelPoint.prepare = prepare
+        sys.exit(cli.main(["speed", "--quick", "--payload", "4096"]))
+    """)
+    assert r.returncode == 130, r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.stdout.count("(single sample, no interval)") == 3, r.stdout
+    assert r.stdout.count("not sampled (interrupted)") == 27, r.stdout
+    assert "TEA:AES" not in r.stdout   # no ratio from single samples
+    assert "3 rows sampled once each" in r.stdout
+
+
+# -- what intervals say
+def test_interval_words_follow_the_coverage() -> None:
+    assert stats.interval_words(10) == "95% interval"
+    assert stats.interval_words(6) == "95% interval"
+    assert stats.interval_words(3) == "75% interval: the range of 3 rounds; 95% needs 6"
+    assert stats.interval_words(5).startswith("94% interval: the range of 5 rounds")
+    assert stats.interval_words(1) == "no interval: 1 round"
