@@ -65,6 +65,10 @@ class Record:
     canary: np.ndarray | None = None
     warnings: tuple[str, ...] = ()
     machine: dict[str, Any] = field(default_factory=machine)
+    #: The run that measured every round of this record (a random id per run of
+    #: rounds; a resumed sweep's new points get a new one). Two records pair round by
+    #: round only when they share it. None: not recorded (files of older versions).
+    run_id: str | None = None
 
     #: Metric columns of :meth:`Results.to_numpy` for this kind of result.
     METRICS: ClassVar[tuple[str, ...]] = (
@@ -181,7 +185,7 @@ class Record:
             "median": self.median, "ci": list(self.ci), "ci_level": self.ci_level,
             "iqr": self.iqr, "cv": self.cv, "ns_per_op": self.ns_per_op, "warnings": list(self.warnings),
             "mb_per_s": self.mb_per_s, "kb_per_ms": self.kb_per_ms,
-            "cycles_per_byte": self.cycles_per_byte,
+            "cycles_per_byte": self.cycles_per_byte, "run_id": self.run_id,
             **{name: _to_list(getattr(self, name)) for name in self._ARRAYS},
             "machine": self.machine,
         }

@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import os
 import random
+import secrets
 import shutil
 import tempfile
 import time
@@ -235,6 +236,9 @@ class RunInfo:
     #: rounds == 0 but Ctrl-C came during the first round: the points sampled in it
     #: keep that one sample (``pycipherbench speed`` shows them, without an interval).
     partial: bool = False
+    #: A random id of this run: the records it builds carry it (``Record.run_id``),
+    #: and only records of one run pair round by round.
+    run_id: str = field(default_factory=lambda: secrets.token_hex(4))
 
 
 _canary_rate: float | None = None  # additions per ns, measured once per process
@@ -366,7 +370,7 @@ def record_fields(data: PointData, run: RunInfo, *, repeats: int) -> dict[str, A
             ci=median_ci(a["samples"]))
     return dict(samples=a["samples"], tsc_samples=tsc, cpu_fraction=a["cpu_fraction"],
                 nivcsw=a["nivcsw"], canary=a["canary"], iterations=data.iterations,
-                repeats=repeats, warnings=tuple(notes))
+                repeats=repeats, warnings=tuple(notes), run_id=run.run_id)
 
 
 def run_plans(plans: Sequence[Plan], repeats: int, *, seed: int | None = None,

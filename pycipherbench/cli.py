@@ -279,8 +279,9 @@ def cmd_ratio(args: argparse.Namespace) -> int:
         return _fail("ratio", e)
     ratios = found if isinstance(found, list) else [found]
     side = lambda d: ", ".join(f"{k}={v}" for k, v in d.items())  # noqa: E731
+    short = any(r.level < 0.95 for r in ratios)  # each such ratio names its coverage
     print(f"# {side(num)} / {side(den)}: ns per operation, paired by round "
-          f"(> 1: the first is slower), [95% interval]")
+          f"(> 1: the first is slower), [{'interval, coverage as marked' if short else '95% interval'}]")
     for r in ratios:
         where = f"  ({side(r.params)})" if r.params else ""
         print(f"{r}{where}")

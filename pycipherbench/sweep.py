@@ -227,6 +227,23 @@ def _prior_results(target: str, resume_path: PathLike | None) -> Results | None:
     return prior
 
 
+def _check_resume_options(path: PathLike | None, prior: Results, options: dict[str, Any]) -> None:
+    """A resumed sweep keeps the file's round count (and min_time, when both name one):
+    points of 3 and 10 rounds in one file would not compare, and could not pair."""
+    before = prior.options.get("repeats", DEFAULT_ROUNDS)
+    now = options.get("repeats", DEFAULT_ROUNDS)
+    if before != now:
+        raise ValueError(f"cannot resume {os.fspath(path or '')} with repeats={now}: its points "
+                         f"were measured with repeats={before}, and one file holds one round "
+                         f"count (resume with repeats={before}, or write a new file)")
+    for name in ("min_time", "warmup"):
+        a, b = prior.options.get(name), options.get(name)
+        if a is not None and b is not None and a != b:
+            raise ValueError(f"cannot resume {os.fspath(path or '')} with {name}={b}: its points "
+                             f"were measured with {name}={a} (resume with {name}={a}, or write "
+                             "a new file)")
+
+
 def _merged_grid(prior: Results | None, grid: dict[str, Any] | None) -> dict[str, Any]:
     """The grid of a resumed sweep: the earlier one, with this one's new values appended."""
     merged = dict(prior.grid) if prior else {}
@@ -255,6 +272,8 @@ def run_points(
         raise ValueError("resume=True resumes into out=: give out=path (or resume=path)")
     resume_path = out if resume is True else (resume or None)
     prior = _prior_results(target, resume_path)
+    if prior is not None:
+        _check_resume_options(resume_path, prior, options)
     if out is None and resume_path is not None:
         out = resume_path  # resume into the file we read
     done: dict[tuple[Any, ...], tuple[dict[str, Any], Record]] = {}
@@ -297,9 +316,17 @@ def _run_and_save(target: Target, todo: list[dict[str, Any]], points: Sequence[d
         interrupted = interrupted or (run is not None and run.interrupted)
         for p, m in zip(todo, records):
             done[point_key(p)] = (p, m)
-    results = collect(complete=not interrupted)
+    results = collect(not interrupted)
     if out is not None:
         results.save(out)
+    earlier = [m.run_id for _, m in done.values() if run is None or m.run_id != run.run_id]
+    kept = set(earlier)
+    if todo and earlier and run is not None and run.rounds:
+        # Said exactly: a resumed file holds points of several runs, and only points of
+        # one run pair round by round (Results.ratio refuses the others, naming the runs).
+        print(f"resumed: {len(earlier)} points kept from earlier runs "
+              f"({', '.join(sorted(str(k) for k in kept))}), {len(todo)} measured now in run "
+              f"{run.run_id}; ratios pair points of one run only", file=sys.stderr)
     if interrupted:
         kept = f"{run.rounds} of {repeats} rounds of every point" if run and run.rounds else "nothing"
         where = f"; saved to {os.fspath(out)} (resume=True measures it again)" if out is not None else ""
