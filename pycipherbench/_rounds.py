@@ -169,8 +169,23 @@ class KernelPoint:
             if per_thread:
                 self.data.extra.setdefault("thread_spread", []).append(
                     max(per_thread) / max(min(per_thread), 1))
+                # How much of the sample's span (first thread's start to last one's end,
+                # summed over slices) the shortest-running thread covered: near 1 when the
+                # threads ran together, low when they started staggered or ran one after
+                # another (a sample too short beside thread start-up).
+                span = max(self.data_span(kernel), 1)
+                self.data.extra.setdefault("thread_overlap", []).append(min(per_thread) / span)
+                self.data.extra.setdefault("thread_stagger", []).append(
+                    getattr(kernel, "thread_stagger_ns", 0) / span)
         finally:
             kernel.close()
+
+    @staticmethod
+    def data_span(kernel: Any) -> int:
+        """The last sample's span in ns (its elapsed time: for threads, from the first
+        thread's start to the last one's end, per slice, summed)."""
+        last = getattr(kernel, "last_sample", None)
+        return int(last[1][0]) if last else 0
 
     def close(self) -> None:
         pass
@@ -292,13 +307,13 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
     done, interrupted, prepared = 0, False, False
     try:
         n_canary = _canary_iterations(points)
-        canary = _canary(n_canary)  # the machine's speed while preparing (single samples')
         try:
             for p in points:
                 p.prepare()
             prepared = True
         except KeyboardInterrupt:
             interrupted = True
+            canary = _canary(n_canary)  # the machine's speed just after (single samples')
             for p in points:
                 single = getattr(p, "single_sample", None)
                 if single is not None:

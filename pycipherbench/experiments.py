@@ -110,6 +110,13 @@ def format_speed(results: list[Measurement], payload: int) -> str:
     return "\n".join(lines)
 
 
+def _interval_of(m: Record) -> str:
+    """What a table's intervals are, from its rounds (:func:`~.stats.interval_words`)."""
+    from .stats import interval_words
+
+    return interval_words(m.n_rounds)
+
+
 def _kb_per_ms_interval(m: Measurement, payload: int) -> str:
     """A row's interval in KB/ms, or why it has none."""
     if m.n_rounds < 2:
@@ -192,8 +199,8 @@ def format_store(results: Results, n_keys: int) -> str:
     sections.append("\n".join([
         f"{_machine_line(results.machine)}; {results.machine['openssl_version']}",
         f"# Hardware AES: {hw}. Median of {m.n_rounds} rounds (a new store instance per round, "
-        "every point sampled once per round, points interleaved); ratios [95% interval] pair "
-        "the rounds. lean: this store's encrypted "
+        f"every point sampled once per round, points interleaved); ratios [{_interval_of(m)}] "
+        "pair the rounds. lean: this store's encrypted "
         "mode; faithful: ESP's per-call work repeated (fresh key schedules, S2V from scratch, "
         "a CSPRNG call per nonce). Same file format.",
     ]))
@@ -228,19 +235,51 @@ def _store_per_op(results: Results, n_keys: int) -> str:
         format_table(["operation", "plain", "encrypted", "encrypted/plain"], rows)])
 
 
+def _rank_note(step: str, ratios: dict[str, Any], durable: bool) -> str | None:
+    """Which of a row's pairs of modes its ratios cannot rank (None: every pair is ranked),
+    from their intervals: a paired ratio ranks its two modes when its interval excludes 1;
+    the medians of a pair whose interval holds 1 do not order them, however far apart."""
+    def g(x: float) -> str:
+        return f"{x:.0f}" if x >= 100 else f"{x:.2g}"
+
+    unranked = [f"{name} {g(r.estimate)}x [{g(r.low)}, {g(r.high)}]"
+                for name, r in ratios.items() if r.low <= 1.0 <= r.high]
+    if not unranked:
+        return None
+    noise = ("the durable writes (fsync) vary from round to round more than the modes differ"
+             if durable else "the rounds vary more than the modes differ")
+    return (f"# * {step}: cannot rank the modes of {', '.join(unranked)} (the interval holds "
+            f"1): {noise}; more rounds or a quieter machine may tell them apart")
+
+
+def _paired(results: Results, num: dict[str, Any], den: dict[str, Any], **common: Any) -> Any:
+    r = results.ratio({**num, **common}, {**den, **common})
+    return r if not isinstance(r, list) else r[0]
+
+
 def _store_pairs(results: Results) -> str:
-    rows = []
+    rows, notes = [], []
+    lean_kw, faithful_kw, plain_kw = (dict(encrypted=True, faithful=False),
+                                      dict(encrypted=True, faithful=True), dict(encrypted=False))
     for step, kw, times in (("100 puts + commit", dict(workload="commit", batch=100), 1),
                             ("100 gets", dict(workload="get", n_keys=100), 100)):
         plain = _median(results, **kw, encrypted=False) * times
         lean = _median(results, **kw, encrypted=True, faithful=False) * times
         faithful = _median(results, **kw, encrypted=True, faithful=True) * times
-        rows.append([step, format_ns(plain), format_ns(lean), format_ns(faithful),
-                     _ratio(results, dict(encrypted=True, faithful=False), dict(encrypted=False), **kw),
-                     _ratio(results, dict(encrypted=True, faithful=True), dict(encrypted=False), **kw)])
+        ratios = {"lean/plain": _paired(results, lean_kw, plain_kw, **kw),
+                  "faithful/plain": _paired(results, faithful_kw, plain_kw, **kw),
+                  "faithful/lean": _paired(results, {"faithful": True}, {"faithful": False},
+                                           encrypted=True, **kw)}
+        note = _rank_note(step, ratios, durable=kw["workload"] in ("commit", "apply"))
+        notes += [note] if note else []
+        rows.append([step + (" *" if note else ""), format_ns(plain), format_ns(lean),
+                     format_ns(faithful),
+                     *(f"{r.estimate:.1f}x [{r.low:.1f}, {r.high:.1f}]"
+                       for r in (ratios["lean/plain"], ratios["faithful/plain"]))])
     return "\n".join([
         "## The 100-pair scenario: 100 puts + one commit, then 100 gets (store of 100 entries)",
-        format_table(["step", "plain", "lean", "faithful", "lean/plain", "faithful/plain"], rows)])
+        format_table(["step", "plain", "lean", "faithful", "lean/plain", "faithful/plain"], rows),
+        *notes])
 
 
 def _store_commit_apply(results: Results) -> str:

@@ -320,12 +320,12 @@ def _run_and_save(target: Target, todo: list[dict[str, Any]], points: Sequence[d
     if out is not None:
         results.save(out)
     earlier = [m.run_id for _, m in done.values() if run is None or m.run_id != run.run_id]
-    kept = set(earlier)
+    kept_runs = set(earlier)
     if todo and earlier and run is not None and run.rounds:
         # Said exactly: a resumed file holds points of several runs, and only points of
         # one run pair round by round (Results.ratio refuses the others, naming the runs).
         print(f"resumed: {len(earlier)} points kept from earlier runs "
-              f"({', '.join(sorted(str(k) for k in kept))}), {len(todo)} measured now in run "
+              f"({', '.join(sorted(str(k) for k in kept_runs))}), {len(todo)} measured now in run "
               f"{run.run_id}; ratios pair points of one run only", file=sys.stderr)
     if interrupted:
         kept = f"{run.rounds} of {repeats} rounds of every point" if run and run.rounds else "nothing"

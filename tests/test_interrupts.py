@@ -18,6 +18,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pycipherbench import stats
@@ -263,3 +264,99 @@ def test_interval_words_follow_the_coverage() -> None:
     assert stats.interval_words(3) == "75% interval: the range of 3 rounds; 95% needs 6"
     assert stats.interval_words(5).startswith("94% interval: the range of 5 rounds")
     assert stats.interval_words(1) == "no interval: 1 round"
+
+
+def test_reprs_tables_and_json_say_the_coverage_of_few_rounds() -> None:
+    import synthetic
+
+    from pycipherbench import Results
+
+    three = synthetic.cipher([900.0, 1000.0, 1100.0], payload=1000)
+    assert "(75% interval: the range of 3 rounds; 95% needs 6)" in repr(three)
+    assert "(95%)" not in repr(three)
+    assert three.to_dict()["ci_level"] == 0.75
+    one = synthetic.cipher([900.0], payload=1000)
+    assert "(no interval: 1 round)" in repr(one) and "[" not in repr(one).split("ns/op")[1][:3]
+    assert one.to_dict()["ci_level"] == 0.0
+    ten = synthetic.cipher(np.linspace(900.0, 1100.0, 10), payload=1000)
+    assert "(95% interval)" in repr(ten) and ten.ci_level > 0.95
+    r = Results("cipher", [{"payload": 1000}], [three], options={"repeats": 3})
+    assert r.table().splitlines()[0].split()[2:4] == ["75%", "interval"]
+
+
+# -- ratios pair points of one run only
+def test_ratio_refuses_points_of_different_runs_and_names_them() -> None:
+    import dataclasses
+
+    import synthetic
+
+    from pycipherbench import Results
+
+    a = dataclasses.replace(synthetic.cipher([100.0, 101, 99, 100, 102, 98], payload=16), run_id="aaaa")
+    b = dataclasses.replace(synthetic.cipher([200.0, 201, 199, 200, 202, 198], payload=64), run_id="bbbb")
+    r = Results("cipher", [{"payload": 16}, {"payload": 64}], [a, b], options={"repeats": 6})
+    with pytest.raises(ValueError, match=r"different runs \(bbbb and aaaa"):
+        r.ratio({"payload": 64}, {"payload": 16})
+    same = Results("cipher", [{"payload": 16}, {"payload": 64}],
+                   [a, dataclasses.replace(b, run_id="aaaa")], options={"repeats": 6})
+    assert same.ratio({"payload": 64}, {"payload": 16}).estimate == pytest.approx(2.0, rel=0.02)
+
+
+def test_resume_refuses_other_repeats_and_new_points_get_a_new_run(tmp_path: Path, capsys) -> None:
+    import pycipherbench as pcb
+
+    out = tmp_path / "r.json"
+    grid = dict(transformation="AES/CTR/NoPadding", min_time=0.001, warmup=0.0, progress=False)
+    first = pcb.sweep("cipher", payload=[16], repeats=4, out=out, **grid)
+    with pytest.raises(ValueError, match=r"repeats=3: its points were measured with repeats=4"):
+        pcb.sweep("cipher", payload=[16, 64], repeats=3, out=out, resume=True, **grid)
+    again = pcb.sweep("cipher", payload=[16, 64], repeats=4, out=out, resume=True, **grid)
+    runs = {p["payload"]: m.run_id for p, m in again.items()}
+    assert runs[16] == first.measurements[0].run_id and runs[64] != runs[16]
+    assert f"measured now in run {runs[64]}" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="different runs"):
+        again.ratio({"payload": 64}, {"payload": 16})
+    assert json.loads(out.read_text())["points"][1]["measurement"]["run_id"] == runs[64]
+
+
+# -- a thread run too short for its threads
+def test_thread_run_whose_threads_did_not_overlap_warns_specifically() -> None:
+    from pycipherbench._measure import _thread_warnings
+    from pycipherbench._rounds import PointData
+
+    data = PointData()
+    data.extra = {"thread_overlap": [0.95, 0.3, 0.9, 0.4], "thread_stagger": [0.01, 0.6, 0.02, 0.5]}
+    (w,) = _thread_warnings(data, 0.002, 2)
+    assert w.startswith("threads=2: in 2 of 4 rounds the threads did not run together")
+    assert "covered only 30%" in w and "up to 60% of the sample" in w and "min_time=0.002 s" in w
+    data.extra = {"thread_overlap": [0.95, 0.99], "thread_stagger": [0.01, 0.0]}
+    assert _thread_warnings(data, 0.1, 2) == ()
+
+
+def test_a_real_thread_run_records_overlap_per_round() -> None:
+    import pycipherbench as pcb
+
+    m = pcb.measure("AES/CTR/NoPadding", payload=4096, threads=2, min_time=0.005, repeats=3,
+                    warmup=0.0)
+    assert m.threads == 2 and m.n_rounds == 3
+    # Whatever this machine did, a warning about overlap is computed from recorded spans:
+    # it names the rounds it counted.
+    for w in m.warnings:
+        if w.startswith("threads=2:"):
+            assert "of 3 rounds" in w
+
+
+# -- store rows that cannot rank the modes
+def test_store_row_whose_intervals_hold_one_says_it_cannot_rank() -> None:
+    from pycipherbench.experiments import _rank_note
+    from pycipherbench.stats import paired_ratio
+
+    rng = np.random.default_rng(1)
+    base = rng.uniform(1.0, 10.0, 10)           # fsync-like noise: 10x from round to round
+    noisy = base * rng.uniform(0.3, 3.0, 10)
+    clear = base * 2.0
+    note = _rank_note("100 puts + commit", {"lean/plain": paired_ratio(noisy, base),
+                                            "faithful/lean": paired_ratio(clear, base)}, durable=True)
+    assert note is not None and "cannot rank the modes of lean/plain" in note
+    assert "faithful/lean" not in note and "fsync" in note
+    assert _rank_note("100 gets", {"lean/plain": paired_ratio(clear, base)}, durable=False) is None
