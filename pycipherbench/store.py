@@ -665,7 +665,7 @@ def bench(
     ``crypto_backend`` runs the entries' crypto on another library (see
     :func:`open`), to show how much of ESP's cost is the library's per-call
     overhead; it is a sweep dimension like the other options.
-    Ctrl-C stops it within about ``min_time`` plus one store build.
+    Ctrl-C stops it within about 0.1 s (samples and store builds check signals).
     """
     with Workers() as workers:
         p = plan_bench(workload, **_options.values("bench", locals()), workers=workers)

@@ -371,7 +371,7 @@ def sweep(
         skip_invalid: drop points the target rejects (with a warning) instead of
             raising before anything runs.
 
-    Ctrl-C (KeyboardInterrupt) stops the sweep within about one sample and
+    Ctrl-C (KeyboardInterrupt) stops the sweep within about 0.1 s and
     returns every point with the rounds completed so far (``complete=False``;
     saved to ``out``; a resumed sweep measures incomplete points again).
     """

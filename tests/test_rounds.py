@@ -186,9 +186,9 @@ def test_speed_interrupted_prints_the_rows_it_has(monkeypatch: pytest.MonkeyPatc
     calls = {"n": 0}
     real = rounds_mod._canary
 
-    def canary_then_ctrl_c(n: int) -> float:  # the canary opens every round: Ctrl-C in round 2
+    def canary_then_ctrl_c(n: int) -> float:  # the canary opens every round: Ctrl-C in round 3
         calls["n"] += 1
-        if calls["n"] == 2:
+        if calls["n"] == 3:
             raise KeyboardInterrupt
         return real(n)
 
@@ -196,7 +196,9 @@ def test_speed_interrupted_prints_the_rows_it_has(monkeypatch: pytest.MonkeyPatc
     rc = cli.main(["speed", "--quick", "--payload", "4096"])
     out = capsys.readouterr().out
     assert rc == 130
-    assert out.count(" KB/ms [") == 30 and "Interrupted (Ctrl-C) after 1 complete rounds" in out
+    assert out.count(" KB/ms [") == 30 and "Interrupted (Ctrl-C) after 2 complete rounds" in out
+    # Two rounds' range covers the median half the time: the table says so, not "95%".
+    assert "[50% interval: the range of 2 rounds; 95% needs 6]" in out
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery")
