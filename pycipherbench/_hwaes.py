@@ -54,24 +54,37 @@ class MaskedWorker:
     """A child process with hardware AES masked that holds timed kernels for the
     parent: ``worker.new("Kernel", ...)`` returns a proxy with the kernel's methods,
     each a round trip of one JSON line. The kernels run in the child; only their
-    samples cross the pipe, after the clock has stopped."""
+    samples cross the pipe, after the clock has stopped.
+
+    Ctrl-C: the child runs in its own session, so a terminal's SIGINT reaches the
+    parent only; the parent, interrupted while it waits for a reply, kills the child
+    (its kernels' state is then unknown) and raises one KeyboardInterrupt. The
+    proxies' close() is then a no-op, so that clean-up adds no second error."""
 
     def __init__(self) -> None:
         env, self.mask = masked_environment()
         self._proc = subprocess.Popen(
             python_command("pycipherbench._hwaes"), stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, bufsize=1)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, bufsize=1,
+            start_new_session=True)
         self._next = 0
+        self._abandoned = False
 
     def call(self, obj: int | None, method: str, *args: Any, **kwargs: Any) -> Any:
         """Calls ``method`` on kernel ``obj`` (None: a function or type of _core) in the child."""
         proc = self._proc
+        if self.abandoned:
+            raise RuntimeError("the hw_aes=False child process was stopped by Ctrl-C")
         if proc.poll() is not None or proc.stdin is None or proc.stdout is None:
             raise RuntimeError("the hw_aes=False child process is gone"
                                + (f":\n{proc.stderr.read().strip()}" if proc.stderr else ""))
-        proc.stdin.write(json.dumps([obj, method, args, kwargs]) + "\n")
-        proc.stdin.flush()
-        line = proc.stdout.readline()
+        try:
+            proc.stdin.write(json.dumps([obj, method, args, kwargs]) + "\n")
+            proc.stdin.flush()
+            line = proc.stdout.readline()
+        except KeyboardInterrupt:
+            self.abandon()
+            raise
         if not line:
             err = proc.stderr.read().strip() if proc.stderr else ""
             raise RuntimeError(f"the hw_aes=False child process failed:\n{err}")
@@ -79,6 +92,18 @@ class MaskedWorker:
         if "error" in reply:
             raise _exception_type(reply["error"]["type"])(reply["error"]["message"])
         return reply["result"]
+
+    @property
+    def abandoned(self) -> bool:
+        """True once Ctrl-C stopped the child (see the class)."""
+        return self._abandoned
+
+    def abandon(self) -> None:
+        """Kills the child (a request was cut short: its state is unknown)."""
+        self._abandoned = True
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
 
     def new(self, type_name: str, *args: Any, **kwargs: Any) -> MaskedKernel:
         return MaskedKernel(self, self.call(None, type_name, *args, **kwargs))
@@ -126,8 +151,17 @@ class MaskedKernel:
     def thread_ns(self) -> tuple[int, ...]:
         return tuple(self._worker.call(self._handle, "thread_ns"))
 
+    @property
+    def thread_stagger_ns(self) -> int:
+        return int(self._worker.call(self._handle, "thread_stagger_ns"))
+
+    @property
+    def last_sample(self) -> Any:
+        return self._worker.call(self._handle, "last_sample")
+
     def close(self) -> None:
-        self._worker.call(self._handle, "close")
+        if not self._worker.abandoned:  # a killed child took its kernels with it
+            self._worker.call(self._handle, "close")
 
 
 def _exception_type(name: str) -> type[Exception]:
@@ -141,8 +175,13 @@ def _exception_type(name: str) -> type[Exception]:
 
 def _child() -> None:
     """Serves a MaskedWorker: one JSON request per line, one reply per line."""
+    import signal
+
     from . import _core
 
+    # Its own session keeps a terminal's Ctrl-C away; a SIGINT sent to it alone is
+    # ignored too: the parent decides (and kills this process when interrupted).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     objects: dict[int, Any] = {}
     for line in sys.stdin:
         obj, method, args, kwargs = json.loads(line)
@@ -153,7 +192,8 @@ def _child() -> None:
                     handle = len(objects) + 1
                     objects[handle] = result
                     result = handle
-            elif method in ("info", "thread_ns"):  # properties
+            elif method in ("info", "thread_ns", "thread_stagger_ns", "last_sample",
+                            "last_call"):  # properties
                 result = getattr(objects[obj], method)
             else:
                 result = getattr(objects[obj], method)(*args, **kwargs)

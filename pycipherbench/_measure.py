@@ -56,6 +56,7 @@ class Measurement(Record):
         if str(info.get("backend", "")).startswith("py:"):
             fields["tsc_samples"] = None  # timed by Python's clock
         spread = data.extra.get("thread_spread")
+        fields["warnings"] += _thread_warnings(data, min_time, int(info.get("threads", 1)))
         return cls(
             transformation=info["transformation"], op=info["op"], payload=int(info["payload"]),
             scope=info["scope"], key_bits=int(info["key_bits"]), rounds=info["rounds"],
@@ -97,6 +98,30 @@ class Measurement(Record):
     def _html_rows(self) -> list[tuple[str, str]]:
         throughput = ("throughput", f"{self.mb_per_s:,.1f} MB/s ({self.kb_per_ms:,.1f} KB/ms)")
         return [throughput, *super()._html_rows()]
+
+
+#: A thread run whose shortest-running thread covered less than this share of a sample's
+#: span did not run its threads together in that round.
+THREAD_OVERLAP_MIN = 0.8
+
+
+def _thread_warnings(data: PointData, min_time: float, threads: int) -> tuple[str, ...]:
+    """threads > 1: a specific warning when, in some rounds, the threads did not run
+    together (one started late or finished early: compared per thread against the
+    sample's span), which makes the aggregate a mix of one- and N-thread time."""
+    overlap = data.extra.get("thread_overlap") or []
+    bad = [o for o in overlap if o < THREAD_OVERLAP_MIN]
+    if threads < 2 or not bad:
+        return ()
+    stagger = max(data.extra.get("thread_stagger") or [0.0])
+    late = (f"; the last thread started up to {stagger:.0%} of the sample after the first"
+            if stagger >= 0.05 else "")
+    return (f"threads={threads}: in {len(bad)} of {len(overlap)} rounds the threads did not run "
+            f"together: the shortest-running one covered only {min(bad):.0%} of the sample"
+            f"{late}. min_time={min_time:g} s is too short for {threads} threads here (thread "
+            f"start-up and scheduling are not negligible beside it), so the aggregate mixes one- "
+            f"and {threads}-thread time: use a longer min_time (e.g. "
+            f"{max(10 * min_time, 0.05):g} s)",)
 
 
 def check_kernel(transformation: str, **args: Any) -> None:
@@ -215,7 +240,7 @@ def measure(
         warmup: seconds of warm-up before calibrating (default: min_time).
         progress: a progress bar on stderr.
 
-    Ctrl-C stops it within about ``min_time`` (KeyboardInterrupt).
+    Ctrl-C stops it within about 0.1 s, inside a long sample too (KeyboardInterrupt).
     """
     with Workers() as workers:
         p = plan(transformation, op=op, payload=payload, key_bits=key_bits, rounds=rounds,

@@ -65,6 +65,10 @@ class Record:
     canary: np.ndarray | None = None
     warnings: tuple[str, ...] = ()
     machine: dict[str, Any] = field(default_factory=machine)
+    #: The run that measured every round of this record (a random id per run of
+    #: rounds; a resumed sweep's new points get a new one). Two records pair round by
+    #: round only when they share it. None: not recorded (files of older versions).
+    run_id: str | None = None
 
     #: Metric columns of :meth:`Results.to_numpy` for this kind of result.
     METRICS: ClassVar[tuple[str, ...]] = (
@@ -85,10 +89,27 @@ class Record:
     def ci(self) -> tuple[float, float]:
         """95% interval of the median ns per operation across rounds (distribution-free,
         from order statistics: :func:`~pycipherbench.stats.median_ci`). With fewer than 6
-        rounds it cannot reach 95%: it is then the range of the rounds."""
+        rounds it cannot reach 95%: it is then the range of the rounds, whose coverage
+        :attr:`ci_level` gives (and :attr:`ci_words`, the reprs, tables and JSON say)."""
         from .stats import median_ci
 
         return median_ci(self.samples)
+
+    @property
+    def ci_level(self) -> float:
+        """The coverage :attr:`ci` attains: at least 0.95 with 6 or more rounds, less
+        below (3 rounds: 0.75, the range), 0 for a single round (no interval)."""
+        from .stats import median_ci_level
+
+        return median_ci_level(len(self.samples))
+
+    @property
+    def ci_words(self) -> str:
+        """What :attr:`ci` is, in words: ``"95% interval"``, ``"75% interval: the range of
+        3 rounds; 95% needs 6"``, ``"no interval: 1 round"``."""
+        from .stats import interval_words
+
+        return interval_words(len(self.samples))
 
     # -- statistics of ns per operation
     @property
@@ -161,10 +182,10 @@ class Record:
         return {
             "payload": self.payload, "hw_aes": self.hw_aes, "hw_mask": self.hw_mask,
             "min_time": self.min_time, "repeats": self.repeats, "iterations": self.iterations,
-            "median": self.median, "ci": list(self.ci), "iqr": self.iqr, "cv": self.cv,
-            "ns_per_op": self.ns_per_op, "warnings": list(self.warnings),
+            "median": self.median, "ci": list(self.ci), "ci_level": self.ci_level,
+            "iqr": self.iqr, "cv": self.cv, "ns_per_op": self.ns_per_op, "warnings": list(self.warnings),
             "mb_per_s": self.mb_per_s, "kb_per_ms": self.kb_per_ms,
-            "cycles_per_byte": self.cycles_per_byte,
+            "cycles_per_byte": self.cycles_per_byte, "run_id": self.run_id,
             **{name: _to_list(getattr(self, name)) for name in self._ARRAYS},
             "machine": self.machine,
         }
@@ -193,22 +214,25 @@ class Record:
         return ""
 
     def _interval(self) -> str:
+        """The interval and what it is (its coverage when short of 95%)."""
+        if len(self.samples) < 2:
+            return f"({self.ci_words})"
         low, high = self.ci
-        return f"[{format_ns(low)}, {format_ns(high)}]"
+        return f"[{format_ns(low)}, {format_ns(high)}] ({self.ci_words})"
 
     def __repr__(self) -> str:
         cpb = self.cycles_per_byte
         warned = f"; {len(self.warnings)} warning(s): see .warnings" if self.warnings else ""
         return (
             f"<{type(self).__name__} {self._label()}: {self._rates()}"
-            f"{format_ns(self.median)}/op {self._interval()} (95%), CV {self.cv:.1%}"
+            f"{format_ns(self.median)}/op {self._interval()}, CV {self.cv:.1%}"
             + (f", {cpb:.2f} TSC ticks/B" if cpb is not None else "")
             + f"; {len(self.samples)} rounds x {self.iterations} ops{warned}>"
         )
 
     def _html_rows(self) -> list[tuple[str, str]]:
         rows = [
-            ("per op", f"{format_ns(self.median)}, 95% interval {self._interval()} "
+            ("per op", f"{format_ns(self.median)}, {self._interval()} "
                        f"(IQR {format_ns(self.iqr)}, CV {self.cv:.1%})"),
             ("TSC ticks/byte", "n/a" if self.cycles_per_byte is None else f"{self.cycles_per_byte:.3f}"),
             ("rounds", f"{len(self.samples)} x {self.iterations} ops, min_time {self.min_time:g} s"),

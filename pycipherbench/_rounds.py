@@ -16,9 +16,13 @@ new random names every round: the spread covers instance-to-instance variation t
 in this process or, for ``hw_aes=False``, in a child process with the CPU's
 AES instructions masked (:mod:`._hwaes`).
 
-Ctrl-C: every sample returns to Python (where signals are handled) within
-about ``min_time``; an interrupted run keeps its complete rounds only, so that
-the rounds of different points stay paired.
+Ctrl-C: a sample runs in slices of about 0.1 s with Python's signal handlers
+between them, outside its clocks (``csrc/common/timing.h``), so KeyboardInterrupt
+arrives within about that whatever ``min_time`` is; an interrupted run keeps its
+complete rounds only, so that the rounds of different points stay paired (and,
+when no round completed, the first round's samples: :attr:`RunInfo.partial`). A
+:class:`~._interrupt.SaveGuard` around a run keeps further Ctrl-C presses from
+cutting the saving of those rounds.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import functools
 import os
 import random
+import secrets
 import shutil
 import tempfile
 import time
@@ -37,6 +42,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from . import _core
+from ._interrupt import rounds_over
 from ._progress import progress as progress_bar
 
 #: Default rounds: ten give a 95% interval of the median between the 2nd and
@@ -129,14 +135,28 @@ class KernelPoint:
         self.min_time, self.warmup = min_time, warmup
         self.iterations = 0
         self.data = PointData()
+        #: The calibration's final call (operations, sample): a sample of at least
+        #: min_time, kept for a run interrupted before this point's first round sample.
+        self.calibration: tuple[int, tuple[int, int, int, int, int]] | None = None
 
     def prepare(self) -> None:
         kernel = self.factory(**self.args)
         try:
             self.iterations = kernel.calibrate(self.min_time, self.warmup)
             self.data.info = dict(kernel.info)
+            last = getattr(kernel, "last_sample", None)
+            if last is not None:
+                n, sample = last
+                self.calibration = int(n), tuple(sample)  # type: ignore[assignment]
         finally:
             kernel.close()
+
+    def single_sample(self, canary: float) -> None:
+        """Ctrl-C before the first round sampled this point: its calibration's final call
+        becomes its one sample (see :attr:`RunInfo.partial`)."""
+        if not self.data.ns and self.calibration is not None:
+            n, sample = self.calibration
+            self.data.add(sample, n * int(self.args.get("threads", 1)), canary)
 
     def sample(self, canary: float) -> None:
         kernel = self.factory(**self.args)
@@ -149,8 +169,23 @@ class KernelPoint:
             if per_thread:
                 self.data.extra.setdefault("thread_spread", []).append(
                     max(per_thread) / max(min(per_thread), 1))
+                # How much of the sample's span (first thread's start to last one's end,
+                # summed over slices) the shortest-running thread covered: near 1 when the
+                # threads ran together, low when they started staggered or ran one after
+                # another (a sample too short beside thread start-up).
+                span = max(self.data_span(kernel), 1)
+                self.data.extra.setdefault("thread_overlap", []).append(min(per_thread) / span)
+                self.data.extra.setdefault("thread_stagger", []).append(
+                    getattr(kernel, "thread_stagger_ns", 0) / span)
         finally:
             kernel.close()
+
+    @staticmethod
+    def data_span(kernel: Any) -> int:
+        """The last sample's span in ns (its elapsed time: for threads, from the first
+        thread's start to the last one's end, per slice, summed)."""
+        last = getattr(kernel, "last_sample", None)
+        return int(last[1][0]) if last else 0
 
     def close(self) -> None:
         pass
@@ -213,6 +248,12 @@ class RunInfo:
     interrupted: bool
     loadavg: tuple[float, float, float] | None
     seed: int
+    #: rounds == 0 but Ctrl-C came during the first round: the points sampled in it
+    #: keep that one sample (``pycipherbench speed`` shows them, without an interval).
+    partial: bool = False
+    #: A random id of this run: the records it builds carry it (``Record.run_id``),
+    #: and only records of one run pair round by round.
+    run_id: str = field(default_factory=lambda: secrets.token_hex(4))
 
 
 _canary_rate: float | None = None  # additions per ns, measured once per process
@@ -254,22 +295,32 @@ def _say_how_long(first_round: float, rounds: int, desc: str) -> None:
 def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: int | None = None,
                progress: bool = False, desc: str = "rounds") -> RunInfo:
     """Prepares every point, then takes ``rounds`` rounds of one sample per point in a
-    fresh random order each; closes the points. KeyboardInterrupt during the rounds
-    ends the run with the complete rounds kept (``RunInfo.interrupted``); during
-    preparation it propagates."""
+    fresh random order each; closes the points. KeyboardInterrupt ends the run with the
+    complete rounds kept (``RunInfo.interrupted``); before the first round completed
+    (while preparing, too), ``RunInfo.partial`` says the points keep one sample each
+    where they have one (the first round's, else the calibration's final call)."""
     if not isinstance(rounds, int) or isinstance(rounds, bool) or not 1 <= rounds <= 100_000:
         raise ValueError(f"rounds must be an int in [1, 100000], got {rounds!r}")
     if seed is None:
         seed = random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
-    done, interrupted = 0, False
+    done, interrupted, prepared = 0, False, False
     try:
-        for p in points:
-            p.prepare()
         n_canary = _canary_iterations(points)
-        with progress_bar(rounds * len(points), enabled=progress) as bar:
+        try:
+            for p in points:
+                p.prepare()
+            prepared = True
+        except KeyboardInterrupt:
+            interrupted = True
+            canary = _canary(n_canary)  # the machine's speed just after (single samples')
+            for p in points:
+                single = getattr(p, "single_sample", None)
+                if single is not None:
+                    single(canary)
+        with progress_bar(rounds * len(points), enabled=progress and prepared) as bar:
             try:
-                for r in range(rounds):
+                for r in range(rounds if prepared else 0):
                     t0 = time.monotonic()
                     canary = _canary(n_canary)
                     order = list(range(len(points)))
@@ -283,16 +334,25 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
                         _say_how_long(time.monotonic() - t0, rounds, desc)
             except KeyboardInterrupt:
                 interrupted = True
+                for p in points:  # points this round did not reach yet
+                    single = getattr(p, "single_sample", None)
+                    if single is not None and done == 0:
+                        single(canary)
+            finally:
+                rounds_over()  # a SaveGuard now keeps further Ctrl-C until the results are saved
     finally:
+        rounds_over()
         for p in points:
             p.close()
+    partial = interrupted and done == 0
     for p in points:
-        p.data.truncate(done)
+        p.data.truncate(1 if partial else done)
     try:
         load: tuple[float, float, float] | None = os.getloadavg()
     except OSError:
         load = None
-    return RunInfo(rounds=done, interrupted=interrupted, loadavg=load, seed=seed)
+    return RunInfo(rounds=done, interrupted=interrupted, loadavg=load, seed=seed,
+                   partial=partial and any(p.data.ns for p in points))
 
 
 @dataclass
@@ -311,10 +371,13 @@ def record_fields(data: PointData, run: RunInfo, *, repeats: int) -> dict[str, A
     a = data.arrays()
     tsc = a["tsc_samples"] if _core.TSC_AVAILABLE and len(a["tsc_samples"]) else None
     notes: list[str] = []
-    if run.interrupted:
+    if run.partial:
+        notes.append("a single sample: Ctrl-C came before the first round finished, so there "
+                     "is no interval and nothing to pair")
+    elif run.interrupted:
         notes.append(f"interrupted (Ctrl-C) after {run.rounds} of {repeats} rounds: the interval "
                      "is wider, and pairings fewer, than a full run's")
-    if run.rounds:
+    if run.rounds and not run.partial:
         notes += instability_warnings(
             rounds_ns=a["samples"], cpu_ns=a["cpu_fraction"], wall_ns=np.ones(run.rounds),
             nivcsw=a["nivcsw"], canary_ns=a["canary"], canary_best_ns=canary_best(),
@@ -322,7 +385,7 @@ def record_fields(data: PointData, run: RunInfo, *, repeats: int) -> dict[str, A
             ci=median_ci(a["samples"]))
     return dict(samples=a["samples"], tsc_samples=tsc, cpu_fraction=a["cpu_fraction"],
                 nivcsw=a["nivcsw"], canary=a["canary"], iterations=data.iterations,
-                repeats=repeats, warnings=tuple(notes))
+                repeats=repeats, warnings=tuple(notes), run_id=run.run_id)
 
 
 def run_plans(plans: Sequence[Plan], repeats: int, *, seed: int | None = None,

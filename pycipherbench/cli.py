@@ -10,6 +10,7 @@ from typing import Any
 
 from ._machine import machine
 from ._format import format_size_compact, format_table
+from ._interrupt import SaveGuard
 from .experiments import (QUICK_NOTE, SPEED_GROUPS, SPEED_TIMING, STORE_TIMING, format_speed,
                           format_store, run_speed, store_points, warning_lines)
 
@@ -28,14 +29,22 @@ def cmd_speed(args: argparse.Namespace) -> int:
         return 1
     if args.backend not in (None, "openssl") or args.threads != 1:
         return _speed_backends(args, payload)
+    with SaveGuard():  # after the rounds, a second Ctrl-C does not cut the table or --json
+        return _speed_table(args, payload)
+
+
+def _speed_table(args: argparse.Namespace, payload: int) -> int:
     results, run = run_speed(payload, args.quick, hw_aes=not args.no_hw_aes)
     if not results:
-        print("# Interrupted (Ctrl-C) before the first round finished: no figures.", file=sys.stderr)
+        print("# Interrupted (Ctrl-C) before any row was sampled: no figures.", file=sys.stderr)
         return 130
     print(format_speed(results, payload))
     if args.quick:
         print(f"# {QUICK_NOTE}")
-    if run.interrupted:
+    if run.partial:
+        print(f"# Interrupted (Ctrl-C) during the first round: {len(results)} rows sampled once "
+              "each, shown without an interval.")
+    elif run.interrupted:
         print(f"# Interrupted (Ctrl-C) after {run.rounds} complete rounds: the figures above "
               "are from those rounds only.")
     if args.json:
@@ -301,8 +310,9 @@ def cmd_ratio(args: argparse.Namespace) -> int:
         return _fail("ratio", e)
     ratios = found if isinstance(found, list) else [found]
     side = lambda d: ", ".join(f"{k}={v}" for k, v in d.items())  # noqa: E731
+    short = any(r.level < 0.95 for r in ratios)  # each such ratio names its coverage
     print(f"# {side(num)} / {side(den)}: ns per operation, paired by round "
-          f"(> 1: the first is slower), [95% interval]")
+          f"(> 1: the first is slower), [{'interval, coverage as marked' if short else '95% interval'}]")
     for r in ratios:
         where = f"  ({side(r.params)})" if r.params else ""
         print(f"{r}{where}")
@@ -513,7 +523,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:  # Ctrl-C where nothing was left to keep: one line, no traceback
+        print("# Interrupted (Ctrl-C).", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -207,6 +207,11 @@ def ratios(results: Results, numerator: dict[str, Any], denominator: dict[str, A
             raise ValueError(f"the points {p} and {pair[0]} have {len(m.samples)} and "
                              f"{len(d.samples)} rounds: they were not measured in the same "
                              "rounds (one sweep), so they cannot be paired")
+        if m.run_id != d.run_id:
+            raise ValueError(f"the points {p} and {pair[0]} were measured in different runs "
+                             f"({m.run_id or 'unrecorded'} and {d.run_id or 'unrecorded'}; e.g. "
+                             "one of them added by a resumed sweep): their rounds are not the "
+                             "same rounds, so they cannot be paired; measure both in one sweep")
         out.append(paired_ratio(m.samples, d.samples, params=rest, run_to_run=run_to_run))
     if not out:
         raise ValueError(f"no pair of points matches numerator={numerator} and "

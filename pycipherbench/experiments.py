@@ -52,8 +52,9 @@ def run_speed(payload: int, quick: bool, hw_aes: bool,
     """Every transformation of :data:`SPEED_GROUPS`, encrypting and decrypting ``payload``
     bytes, in interleaved rounds (so the TEA:AES ratios pair round by round).
 
-    Returns the measurements (empty if Ctrl-C came before the first round ended;
-    with fewer rounds if it came later: ``RunInfo.interrupted``) and how the run went.
+    Returns the measurements (if Ctrl-C came before the first round ended, the rows
+    sampled so far with one sample each, ``RunInfo.partial``; with fewer rounds if it
+    came later: ``RunInfo.interrupted``) and how the run went.
     """
     names = [n for _, group in SPEED_GROUPS for n in group]
     jobs: list[tuple[str, Op]] = [(n, op) for n in names for op in ("enc", "dec")]
@@ -65,6 +66,8 @@ def run_speed(payload: int, quick: bool, hw_aes: bool,
             records, run = run_plans(plans, timing["repeats"], progress=progress, desc="speed")
         except KeyboardInterrupt:  # while preparing: nothing measured
             return [], RunInfo(rounds=0, interrupted=True, loadavg=None, seed=0)
+    if run.partial:  # Ctrl-C in the first round: the rows it sampled, one sample each
+        records = [p.build(p.point.data, run) for p in plans if p.point.data.ns]
     return records, run
 
 
@@ -76,13 +79,17 @@ def format_speed(results: list[Measurement], payload: int) -> str:
         lines.append(f"# {title}:")
         for name in group:
             for op in ("enc", "dec"):
-                m = by_key[(name, op)]
-                low, high = (payload / 1024.0 / (ns / 1e6) for ns in reversed(m.ci))
+                m = by_key.get((name, op))
+                if m is None:  # Ctrl-C before this row's first sample
+                    lines.append(f"* [{name}] {op.upper()}: not sampled (interrupted)")
+                    continue
                 lines.append(f"* [{name}] {op.upper()}: {m.kb_per_ms:.1f} KB/ms "
-                             f"[{low:.1f}, {high:.1f}]")
-    aes = by_key[(RATIO_AES, "enc")]
+                             + _kb_per_ms_interval(m, payload))
+    aes = by_key.get((RATIO_AES, "enc"))
     for tea_name in RATIO_TEAS:
-        tea = by_key[(tea_name, "enc")]
+        tea = by_key.get((tea_name, "enc"))
+        if aes is None or tea is None or min(aes.n_rounds, tea.n_rounds) < 2:
+            continue  # no pairs: single samples say nothing about a ratio's interval
         r = paired_ratio(tea.samples, aes.samples)  # TEA's time per AES time: AES's speedup
         verdict = (f"AES is {r.estimate:.1f}x faster [{r.low:.1f}, {r.high:.1f}]" if r.estimate >= 1
                    else f"TEA is {1 / r.estimate:.1f}x faster [{1 / r.high:.1f}, {1 / r.low:.1f}]")
@@ -96,12 +103,39 @@ def format_speed(results: list[Measurement], payload: int) -> str:
         _machine_line(fp),
         f"# {fp['openssl_version']}; compiled by {fp['compiler']}; TEA kernel {fp['tea_impl']}; "
         f"Python {fp['python']}; pycipherbench {fp['package_version']}",
-        f"# Hardware AES: {hw}. Median of {results[0].n_rounds} rounds (every row sampled once per "
-        f"round, rows interleaved), [95% interval]; message scope (each operation one whole "
-        f"{format_size_compact(payload)} message, padding and tag included).",
+        f"# Hardware AES: {hw}. {_rounds_words(results)}; message scope (each operation one "
+        f"whole {format_size_compact(payload)} message, padding and tag included).",
     ]
     lines += warning_lines(results)
     return "\n".join(lines)
+
+
+def _interval_of(m: Record) -> str:
+    """What a table's intervals are, from its rounds (:func:`~.stats.interval_words`)."""
+    from .stats import interval_words
+
+    return interval_words(m.n_rounds)
+
+
+def _kb_per_ms_interval(m: Measurement, payload: int) -> str:
+    """A row's interval in KB/ms, or why it has none."""
+    if m.n_rounds < 2:
+        return "(single sample, no interval)"
+    low, high = (payload / 1024.0 / (ns / 1e6) for ns in reversed(m.ci))
+    return f"[{low:.1f}, {high:.1f}]"
+
+
+def _rounds_words(results: Sequence[Record]) -> str:
+    """How the table's rows were measured, from their rounds: the interval's coverage
+    when it falls short of 95% (:func:`~.stats.interval_words`)."""
+    from .stats import interval_words
+
+    n = results[0].n_rounds
+    if n < 2:
+        return ("Single samples (Ctrl-C came before the first round finished): no interval, "
+                "no ratio")
+    return (f"Median of {n} rounds (every row sampled once per round, rows interleaved), "
+            f"[{interval_words(n)}]")
 
 
 def warning_lines(records: Sequence[Record], limit: int = 6) -> list[str]:
@@ -165,8 +199,8 @@ def format_store(results: Results, n_keys: int) -> str:
     sections.append("\n".join([
         f"{_machine_line(results.machine)}; {results.machine['openssl_version']}",
         f"# Hardware AES: {hw}. Median of {m.n_rounds} rounds (a new store instance per round, "
-        "every point sampled once per round, points interleaved); ratios [95% interval] pair "
-        "the rounds. lean: this store's encrypted "
+        f"every point sampled once per round, points interleaved); ratios [{_interval_of(m)}] "
+        "pair the rounds. lean: this store's encrypted "
         "mode; faithful: ESP's per-call work repeated (fresh key schedules, S2V from scratch, "
         "a CSPRNG call per nonce). Same file format.",
     ]))
@@ -201,19 +235,51 @@ def _store_per_op(results: Results, n_keys: int) -> str:
         format_table(["operation", "plain", "encrypted", "encrypted/plain"], rows)])
 
 
+def _rank_note(step: str, ratios: dict[str, Any], durable: bool) -> str | None:
+    """Which of a row's pairs of modes its ratios cannot rank (None: every pair is ranked),
+    from their intervals: a paired ratio ranks its two modes when its interval excludes 1;
+    the medians of a pair whose interval holds 1 do not order them, however far apart."""
+    def g(x: float) -> str:
+        return f"{x:.0f}" if x >= 100 else f"{x:.2g}"
+
+    unranked = [f"{name} {g(r.estimate)}x [{g(r.low)}, {g(r.high)}]"
+                for name, r in ratios.items() if r.low <= 1.0 <= r.high]
+    if not unranked:
+        return None
+    noise = ("the durable writes (fsync) vary from round to round more than the modes differ"
+             if durable else "the rounds vary more than the modes differ")
+    return (f"# * {step}: cannot rank the modes of {', '.join(unranked)} (the interval holds "
+            f"1): {noise}; more rounds or a quieter machine may tell them apart")
+
+
+def _paired(results: Results, num: dict[str, Any], den: dict[str, Any], **common: Any) -> Any:
+    r = results.ratio({**num, **common}, {**den, **common})
+    return r if not isinstance(r, list) else r[0]
+
+
 def _store_pairs(results: Results) -> str:
-    rows = []
+    rows, notes = [], []
+    lean_kw, faithful_kw, plain_kw = (dict(encrypted=True, faithful=False),
+                                      dict(encrypted=True, faithful=True), dict(encrypted=False))
     for step, kw, times in (("100 puts + commit", dict(workload="commit", batch=100), 1),
                             ("100 gets", dict(workload="get", n_keys=100), 100)):
         plain = _median(results, **kw, encrypted=False) * times
         lean = _median(results, **kw, encrypted=True, faithful=False) * times
         faithful = _median(results, **kw, encrypted=True, faithful=True) * times
-        rows.append([step, format_ns(plain), format_ns(lean), format_ns(faithful),
-                     _ratio(results, dict(encrypted=True, faithful=False), dict(encrypted=False), **kw),
-                     _ratio(results, dict(encrypted=True, faithful=True), dict(encrypted=False), **kw)])
+        ratios = {"lean/plain": _paired(results, lean_kw, plain_kw, **kw),
+                  "faithful/plain": _paired(results, faithful_kw, plain_kw, **kw),
+                  "faithful/lean": _paired(results, {"faithful": True}, {"faithful": False},
+                                           encrypted=True, **kw)}
+        note = _rank_note(step, ratios, durable=kw["workload"] in ("commit", "apply"))
+        notes += [note] if note else []
+        rows.append([step + (" *" if note else ""), format_ns(plain), format_ns(lean),
+                     format_ns(faithful),
+                     *(f"{r.estimate:.1f}x [{r.low:.1f}, {r.high:.1f}]"
+                       for r in (ratios["lean/plain"], ratios["faithful/plain"]))])
     return "\n".join([
         "## The 100-pair scenario: 100 puts + one commit, then 100 gets (store of 100 entries)",
-        format_table(["step", "plain", "lean", "faithful", "lean/plain", "faithful/plain"], rows)])
+        format_table(["step", "plain", "lean", "faithful", "lean/plain", "faithful/plain"], rows),
+        *notes])
 
 
 def _store_commit_apply(results: Results) -> str:

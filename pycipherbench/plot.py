@@ -134,9 +134,21 @@ def _hw_text(records: Sequence[Record]) -> str:
 
 
 def _spread_text(records: Sequence[Record]) -> str:
+    """What the error bars are, from the rounds the records have: the coverage they
+    attain when short of 95% (the fewest rounds decide), none for single samples."""
+    from .stats import interval_words
+
     rounds = sorted({m.n_rounds for m in records})
     shown = f"{rounds[0]}" if len(rounds) == 1 else f"{rounds[0]}-{rounds[-1]}"
-    return f"Medians of {shown} rounds; error bars: 95% interval of the median."
+    if rounds[-1] < 2:
+        return f"Single samples ({shown} round): no error bars, no interval."
+    words = interval_words(rounds[0])
+    if rounds[0] < 2:
+        return (f"Medians of {shown} rounds; error bars: {interval_words(rounds[1]).partition(': ')[0]} of the "
+                "median, none for the single-sample points.")
+    head, _, why = words.partition(": ")
+    return (f"Medians of {shown} rounds; error bars: {head} of the median"
+            + (f" ({why})." if why else "."))
 
 
 def _finish(fig: Figure, results: Results, note: str = "", *, error_bars: bool = True) -> Figure:

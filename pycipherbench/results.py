@@ -183,10 +183,21 @@ class Results:
         apply), and a ``!`` where a point carries warnings (listed below the table)."""
         names = self.param_names
         extra = self.record_type.table_columns(self.measurements)
-        head = [*names, "median/op", "95% interval", "CV", *(title for title, _ in extra), ""]
+        levels = {m.ci_words.split(":")[0] for m in self.measurements if m.n_rounds > 1}
+        # The column says what its intervals are (a coverage short of 95% too); a row whose
+        # interval is another says so.
+        column = levels.pop() if len(levels) == 1 else "interval"
+        head = [*names, "median/op", column, "CV", *(title for title, _ in extra), ""]
+
+        def interval(m: Record) -> str:
+            if m.n_rounds < 2:
+                return "none (1 round)"
+            text = f"[{format_ns(m.ci[0])}, {format_ns(m.ci[1])}]"
+            words = m.ci_words.split(":")[0]
+            return text if words == column else f"{text} {words}"
+
         body = [[format_cell(p.get(n)) for n in names]
-                + [format_ns(m.median), f"[{format_ns(m.ci[0])}, {format_ns(m.ci[1])}]",
-                   f"{m.cv:.1%}"]
+                + [format_ns(m.median), interval(m), f"{m.cv:.1%}"]
                 + [cell(m) for _, cell in extra] + ["!" if m.warnings else ""]
                 for p, m in self.items()]
         return format_table(head, body)

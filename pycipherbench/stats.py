@@ -184,6 +184,20 @@ def median_ci_level(n: int, confidence: float = DEFAULT_CONFIDENCE) -> float:
     return float(1.0 - 2.0 * _scipy_stats.binom.cdf(k - 1, int(n), 0.5))
 
 
+def interval_words(n: int, confidence: float = DEFAULT_CONFIDENCE) -> str:
+    """What :func:`median_ci` of ``n`` rounds is, in words for tables, reprs and
+    footers: ``"95% interval"`` when it attains ``confidence``; else the coverage it
+    does attain (3 rounds: ``"75% interval: the range of 3 rounds; 95% needs 6"``);
+    one round has none (``"no interval: 1 round"``)."""
+    if n == 1:
+        return "no interval: 1 round"
+    level = median_ci_level(n, confidence)
+    if level >= confidence - 1e-12:
+        return f"{_pct(confidence)} interval"
+    need = next(m for m in range(n + 1, 10_000) if median_ci_level(m, confidence) >= confidence - 1e-12)
+    return f"{_pct(level)} interval: the range of {n} rounds; {_pct(confidence)} needs {need}"
+
+
 def median_ci(values: _Values, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
     """Distribution-free interval for the median from order statistics.
 

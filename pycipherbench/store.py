@@ -713,7 +713,8 @@ def bench(
     result says so (``level``, and SQLCipher's ``engine_version``). That level has
     put, get, get_missing, contains, commit, apply (ESP), open_warm and open_cold, string
     values, no stage breakdown and no heap figure (see :mod:`pycipherbench.engine_bench`).
-    Ctrl-C stops it within about ``min_time`` plus one store build.
+    Ctrl-C stops the C level within about 0.1 s (samples and store builds check signals),
+    the Python level within about ``min_time`` plus one store build.
     """
     with Workers() as workers:
         p = plan_bench(workload, **_options.values("bench", locals()), workers=workers)

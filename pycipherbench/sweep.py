@@ -43,12 +43,13 @@ import os
 import random
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
 from . import _core, _options
+from ._interrupt import SaveGuard
 from ._machine import machine
 from ._measure import check_kernel, measure
 from ._measure import plan as plan_kernel
@@ -226,6 +227,23 @@ def _prior_results(target: str, resume_path: PathLike | None) -> Results | None:
     return prior
 
 
+def _check_resume_options(path: PathLike | None, prior: Results, options: dict[str, Any]) -> None:
+    """A resumed sweep keeps the file's round count (and min_time, when both name one):
+    points of 3 and 10 rounds in one file would not compare, and could not pair."""
+    before = prior.options.get("repeats", DEFAULT_ROUNDS)
+    now = options.get("repeats", DEFAULT_ROUNDS)
+    if before != now:
+        raise ValueError(f"cannot resume {os.fspath(path or '')} with repeats={now}: its points "
+                         f"were measured with repeats={before}, and one file holds one round "
+                         f"count (resume with repeats={before}, or write a new file)")
+    for name in ("min_time", "warmup"):
+        a, b = prior.options.get(name), options.get(name)
+        if a is not None and b is not None and a != b:
+            raise ValueError(f"cannot resume {os.fspath(path or '')} with {name}={b}: its points "
+                             f"were measured with {name}={a} (resume with {name}={a}, or write "
+                             "a new file)")
+
+
 def _merged_grid(prior: Results | None, grid: dict[str, Any] | None) -> dict[str, Any]:
     """The grid of a resumed sweep: the earlier one, with this one's new values appended."""
     merged = dict(prior.grid) if prior else {}
@@ -254,6 +272,8 @@ def run_points(
         raise ValueError("resume=True resumes into out=: give out=path (or resume=path)")
     resume_path = out if resume is True else (resume or None)
     prior = _prior_results(target, resume_path)
+    if prior is not None:
+        _check_resume_options(resume_path, prior, options)
     if out is None and resume_path is not None:
         out = resume_path  # resume into the file we read
     done: dict[tuple[Any, ...], tuple[dict[str, Any], Record]] = {}
@@ -272,7 +292,18 @@ def run_points(
         return Results(target, [p for p, _ in rows], [m for _, m in rows], machine=machine(),
                        options=options, grid=merged_grid, seed=seed, complete=complete)
 
+    with SaveGuard():  # a second Ctrl-C does not cut the saving of the complete rounds
+        return _run_and_save(target, todo, points, options, repeats, seed, progress, out,
+                             done, collect)
+
+
+def _run_and_save(target: Target, todo: list[dict[str, Any]], points: Sequence[dict[str, Any]],
+                  options: dict[str, Any], repeats: int, seed: int, progress: bool,
+                  out: PathLike | None, done: dict[tuple[Any, ...], tuple[dict[str, Any], Record]],
+                  collect: Callable[[bool], Results]) -> Results:
+    """The rounds of the points still to measure, then the results collected and saved."""
     interrupted = False
+    run = None
     if todo:
         with Workers() as workers:
             plans = [_plan(target, p, options, workers) for p in todo]
@@ -285,9 +316,17 @@ def run_points(
         interrupted = interrupted or (run is not None and run.interrupted)
         for p, m in zip(todo, records):
             done[point_key(p)] = (p, m)
-    results = collect(complete=not interrupted)
+    results = collect(not interrupted)
     if out is not None:
         results.save(out)
+    earlier = [m.run_id for _, m in done.values() if run is None or m.run_id != run.run_id]
+    kept_runs = set(earlier)
+    if todo and earlier and run is not None and run.rounds:
+        # Said exactly: a resumed file holds points of several runs, and only points of
+        # one run pair round by round (Results.ratio refuses the others, naming the runs).
+        print(f"resumed: {len(earlier)} points kept from earlier runs "
+              f"({', '.join(sorted(str(k) for k in kept_runs))}), {len(todo)} measured now in run "
+              f"{run.run_id}; ratios pair points of one run only", file=sys.stderr)
     if interrupted:
         kept = f"{run.rounds} of {repeats} rounds of every point" if run and run.rounds else "nothing"
         where = f"; saved to {os.fspath(out)} (resume=True measures it again)" if out is not None else ""
@@ -332,7 +371,7 @@ def sweep(
         skip_invalid: drop points the target rejects (with a warning) instead of
             raising before anything runs.
 
-    Ctrl-C (KeyboardInterrupt) stops the sweep within about one sample and
+    Ctrl-C (KeyboardInterrupt) stops the sweep within about 0.1 s and
     returns every point with the rounds completed so far (``complete=False``;
     saved to ``out``; a resumed sweep measures incomplete points again).
     """

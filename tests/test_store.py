@@ -30,13 +30,14 @@ import pycipherbench as pcb
 from pycipherbench import store
 from pycipherbench.store import StoreFormatError
 
-TESTS = Path(__file__).resolve().parent
-sys.path.insert(0, str(TESTS))
+TESTS = Path(__file__).resolve().parent  # on sys.path: conftest.py puts it there
 import store_crash_child as crash_child  # noqa: E402
 
 CHILD = TESTS / "store_crash_child.py"
-REPO = Path(pcb.__file__).resolve().parent.parent
-ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+from conftest import PACKAGE_ROOT, child_env  # noqa: E402  (shared scaffolding)
+
+REPO = Path(PACKAGE_ROOT)
+ENV = child_env()
 MISSING = object()
 KEYSET_NAMES = ("__androidx_security_crypto_encrypted_prefs_key_keyset__",
                 "__androidx_security_crypto_encrypted_prefs_value_keyset__")
@@ -100,11 +101,6 @@ def entries_of(path) -> dict[str, str]:
 
 def tmp_files(directory) -> list[str]:
     return sorted(f for f in os.listdir(directory) if f.startswith(".") and f.endswith(".tmp"))
-
-
-@pytest.fixture
-def mk(tmp_path):
-    return tmp_path / "master.key"
 
 
 @pytest.fixture

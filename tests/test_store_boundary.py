@@ -21,7 +21,7 @@ import pytest
 import pycipherbench as pcb
 from pycipherbench import _core, store
 
-PKG_ROOT = str(Path(pcb.__file__).resolve().parent.parent)
+from conftest import PACKAGE_ROOT as PKG_ROOT  # noqa: E402
 CSRC = Path(__file__).resolve().parent.parent / "csrc"  # the checkout the tests belong to (the package may be installed elsewhere)
 TIMEOUT = 120  # generous: the defects crashed or hung, they were never slow
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import esp_reference as ref  # noqa: E402
 from esp_reference import BOOLEAN, FLOAT, INT, LONG, STRING, STRING_SET, f32  # noqa: E402
 
@@ -75,17 +74,6 @@ def as_ref_value(t, v):
 
 
 REF_ENTRIES = {n: as_ref_value(t, v) for n, t, v in TYPED}
-
-
-@pytest.fixture
-def master(tmp_path):
-    """An existing 0600 master key file: (path as str, the 32 key bytes)."""
-    key = os.urandom(32)
-    kf = tmp_path / "master.key"
-    fd = os.open(kf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.write(fd, key)
-    os.close(fd)
-    return str(kf), key
 
 
 def open_store(path, master_key_file=None, **kw):

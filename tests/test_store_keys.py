@@ -26,7 +26,7 @@ PW = "correct horse"
 N = 16  # small scrypt costs keep the tests fast; the bounds are checked separately
 # The directory holding the pycipherbench under test (a checkout with an in-place build, or
 # site-packages): children import that one, from a neutral working directory.
-ROOT = str(Path(pcb.__file__).resolve().parent.parent)
+from conftest import PACKAGE_ROOT as ROOT  # noqa: E402
 needs_root = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
                                 reason="needs root to give a file to another uid")
 OTHER_UID = 65534

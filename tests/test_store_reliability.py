@@ -24,8 +24,10 @@ import pytest
 import pycipherbench as pcb
 from pycipherbench import store
 
-REPO = Path(pcb.__file__).resolve().parent.parent
-ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+from conftest import PACKAGE_ROOT, child_env  # noqa: E402  (shared scaffolding)
+
+REPO = Path(PACKAGE_ROOT)
+ENV = child_env()
 
 PRELUDE = """
 import os, sys, signal, threading, time, resource, gc, shutil
@@ -60,11 +62,6 @@ def run_child(tmp_path: Path, body: str, timeout: float = 60) -> str:
         pytest.fail(f"hung (no exit in {timeout} s); stderr:\n{e.stderr}")
     assert r.returncode == 0, f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     return r.stdout
-
-
-@pytest.fixture
-def mk(tmp_path):
-    return tmp_path / "master.key"
 
 
 # ------------------------------------------------------------------ item 1: no hang
@@ -213,17 +210,12 @@ def test_issue11_item3_big_rotate_and_all_do_not_freeze_other_threads(tmp_path):
         for i in range(350000):
             e.put_string(f'key{i}', 'value')
         e.commit()
-        gaps = []
+        ticks = [0]
         stop = False
-        def ticker():
-            last = time.perf_counter()
-            worst = 0.0
+        def ticker():   # runs only while no other thread holds the GIL
             while not stop:
                 time.sleep(0.001)
-                now = time.perf_counter()
-                worst = max(worst, now - last)
-                last = now
-            gaps.append(worst)
+                ticks[0] += 1
         def reader():   # waits for the store's lock: must not hold the GIL meanwhile
             while not stop:
                 assert s.get_string('key1') == 'value'
@@ -231,14 +223,21 @@ def test_issue11_item3_big_rotate_and_all_do_not_freeze_other_threads(tmp_path):
         for t in threads:
             t.start()
         time.sleep(0.05)
+        before = ticks[0]
         s.rotate()
+        during_rotate = ticks[0] - before
+        before = ticks[0]
         assert len(s.all()) == 350000
+        during_all = ticks[0] - before
         stop = True
         for t in threads:
             t.join()
         s.close()
-        print('worst gap', gaps[0])
-        assert gaps[0] < 1.0, gaps
+        # Each call lasts far longer than the 5 ms switch interval: a call holding the GIL
+        # throughout would let the ticker through at most about once; one that releases
+        # it lets the ticker run all along (hundreds of ticks).
+        print('ticks during rotate', during_rotate, 'during all', during_all)
+        assert during_rotate >= 10 and during_all >= 3, (during_rotate, during_all)
         print('done')
     """, timeout=300)
     assert "done" in out
@@ -463,18 +462,25 @@ def test_issue11_small_ctrl_c_during_store_bench_acts_within_a_second(tmp_path):
         signal.signal(signal.SIGALRM, on_alarm)
         d = os.path.join(os.path.dirname(path), 'bench')
         os.mkdir(d)
+        args = dict(directory=d, n_keys=1000000, key_len=12, value_len=4)
         t0 = time.perf_counter()
         signal.setitimer(signal.ITIMER_REAL, 0.3)
         try:
-            _core.StoreKernel('get', directory=d, n_keys=1000000, key_len=12, value_len=4)
+            _core.StoreKernel('get', **args)
         except Stop:
             pass
         else:
             raise AssertionError('populated before the alarm: nothing checked')
-        delay = caught[0] - (t0 + 0.3)
-        print('acted after', delay)
-        assert delay < 1.5, delay     # ~0.3 s; before: at the end of the population (~2.7 s)
+        interrupted = caught[0] - t0
         assert not os.listdir(d), os.listdir(d)   # the instance's files are gone
+        # The margin, measured in this run on this machine: the same population, whole.
+        t0 = time.perf_counter()
+        _core.StoreKernel('get', **args).close()
+        whole = time.perf_counter() - t0
+        print('interrupted after', interrupted, 'of', whole)
+        # Checked during the population, the handler ran long before its end (~0.3 s of
+        # ~2.7 s); checked only at the end, it would run after the whole population.
+        assert interrupted < whole / 2, (interrupted, whole)
         print('done')
     """, timeout=120)
     assert "done" in out

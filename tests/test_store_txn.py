@@ -24,8 +24,10 @@ import pytest
 import pycipherbench as pcb
 from pycipherbench import store
 
-REPO = Path(pcb.__file__).resolve().parent.parent
-ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+from conftest import PACKAGE_ROOT, child_env  # noqa: E402  (shared scaffolding)
+
+REPO = Path(PACKAGE_ROOT)
+ENV = child_env()
 TIMEOUT = 180
 
 KINDS = {

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import esp_reference as ref  # noqa: E402
 from esp_reference import BOOLEAN, FLOAT, INT, LONG, STRING, STRING_SET  # noqa: E402
 
@@ -182,15 +181,6 @@ class TinkEsp:
             name = siv.decrypt_deterministically(base64.b64decode(n), sname).decode()
             out[name] = ref.decode_typed(val.decrypt(base64.b64decode(v), n.encode()))
         return out
-
-
-@pytest.fixture
-def master(tmp_path):
-    key = os.urandom(32)
-    kf = tmp_path / "master.key"
-    kf.write_bytes(key)
-    kf.chmod(0o600)
-    return kf, key
 
 
 def expected(typed):
@@ -574,9 +564,9 @@ def test_issue12_inspect_layouts_and_formats(tmp_path, master):
 def _child_env() -> dict:
     """A child's environment that imports the pycipherbench under test (a checkout with an
     in-place build, or site-packages) from any working directory."""
-    import pycipherbench
-    root = str(Path(pycipherbench.__file__).resolve().parent.parent)
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    from conftest import child_env
+
+    return child_env()
 
 
 def test_issue12_cli_store_inspect(tmp_path, master):

@@ -72,16 +72,19 @@ int pcb_parallel_run(void *p, uint64_t n, uint64_t *self_ns)
     pthread_mutex_destroy(&g.lock);
     if (started < count)
         return -1;
-    uint64_t first = w[0].start, last = w[0].end;
+    uint64_t first = w[0].start, last = w[0].end, latest = w[0].start;
     for (unsigned i = 0; i < count; i++) {
         par->thread_ns[i] = w[i].end - w[i].start;
         if (w[i].start < first)
             first = w[i].start;
+        if (w[i].start > latest)
+            latest = w[i].start;
         if (w[i].end > last)
             last = w[i].end;
         if (w[i].rc != 0 && par->failed < 0)
             par->failed = (int)i;
     }
+    par->stagger_ns = latest - first;
     if (self_ns)
         *self_ns = last - first;
     return par->failed < 0 ? 0 : -1;

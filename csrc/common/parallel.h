@@ -23,6 +23,7 @@ typedef struct {
     void **args;           /* n_threads independent arguments */
     unsigned n_threads;
     uint64_t thread_ns[PCB_MAX_THREADS]; /* the last call: each thread's n operations */
+    uint64_t stagger_ns;   /* the last call: the latest thread's start after the earliest's */
     int failed;            /* the last call: index of a thread whose fn failed, or -1 */
 } pcb_parallel;
 

@@ -8,8 +8,20 @@
  * Rounds and their statistics are the caller's (the Python layer interleaves
  * the points of a sweep sample by sample). It knows nothing of ciphers or
  * Python: callers hand it a function that runs n operations, and call it
- * without the GIL. Thread-safe (no state). Units: ns; TSC ticks are
- * reference ticks at a constant rate, not core cycles.
+ * without the GIL. Thread-safe (no state but the caller's pcb_slicer).
+ * Units: ns; TSC ticks are reference ticks at a constant rate, not core cycles.
+ *
+ * Slices (Ctrl-C within a fraction of a second in a long sample): with a
+ * pcb_slicer, warm-up, calibration and samples run their n operations as
+ * consecutive calls of fn ("slices") sized to last about slice_ns each, and
+ * call stop() between slices. Every clock (wall, TSC, thread CPU time,
+ * context switches) is read around each slice and summed, so the slice
+ * boundaries and stop() lie outside the timed region: a sample times the
+ * same n operations; what it adds is one fn call per slice (for a stream
+ * kernel, one context reset) -- with slices of slice_ns (100 ms in the
+ * Python layer) against operations of at most a second that is <= 1e-5 of
+ * the time. stop() returning nonzero cuts the call; `done` says how many
+ * operations ran.
  */
 #ifndef PCB_COMMON_TIMING_H
 #define PCB_COMMON_TIMING_H
@@ -35,23 +47,43 @@ typedef struct {
     uint64_t call_ns;    /* wall clock of the whole call (= elapsed_ns unless self-timed) */
 } pcb_sample;
 
+/* How a call is cut into slices (see the top). NULL: one call of fn, no checks. */
+typedef struct {
+    uint64_t slice_ns;          /* wall time a slice aims at (0: one slice) */
+    int (*stop)(void *stop_arg); /* between slices, outside the clocks; nonzero stops */
+    void *stop_arg;
+    double ns_per_op;           /* wall ns per operation seen last (0: unknown): sizes
+                                 * the first slice; updated by every call */
+    uint64_t done;              /* operations the last call ran (< n when stopped) */
+    uint64_t slices;            /* slices the last call ran */
+    pcb_sample last;            /* the last call that ran to the end (calibration: its */
+    uint64_t last_n;            /* final, longest call), and its operations (0: none) */
+} pcb_slicer;
+
+/* What warm-up, calibration and samples return when stop() cut them. */
+#define PCB_TIMING_STOPPED 1
+
+
 uint64_t pcb_clock_ns(void);
 
 /* 1 if the CPU has an invariant time-stamp counter we read. */
 int pcb_tsc_available(void);
 
 /* Runs fn for at least warmup_ns (at least one call of one operation):
- * caches, branch predictors, page faults, the CPU's clock. 0, or -1 if fn failed. */
-int pcb_timing_warmup(pcb_run_fn fn, void *arg, uint64_t warmup_ns);
+ * caches, branch predictors, page faults, the CPU's clock. 0, -1 if fn
+ * failed, or PCB_TIMING_STOPPED. sl may be NULL (here and below). */
+int pcb_timing_warmup(pcb_run_fn fn, void *arg, uint64_t warmup_ns, pcb_slicer *sl);
 
 /* The operation count that makes one call last at least min_time_ns (and
- * not much more), into *iterations. 0, or -1 if fn failed. */
-int pcb_timing_calibrate(pcb_run_fn fn, void *arg, uint64_t min_time_ns, uint64_t *iterations);
+ * not much more), into *iterations. 0, -1 if fn failed, or PCB_TIMING_STOPPED. */
+int pcb_timing_calibrate(pcb_run_fn fn, void *arg, uint64_t min_time_ns, uint64_t *iterations,
+                         pcb_slicer *sl);
 
-/* One sample of n operations. cpu_ns and nivcsw cover the whole call: for a
- * self-timed fn (see pcb_run_fn) compare them with call_ns, not elapsed_ns.
- * 0, or -1 if fn failed. */
-int pcb_timing_sample(pcb_run_fn fn, void *arg, uint64_t n, pcb_sample *out);
+/* One sample of n operations (in slices with sl; every field the sum over
+ * the slices). cpu_ns and nivcsw cover the calls of fn: for a self-timed fn
+ * (see pcb_run_fn) compare them with call_ns, not elapsed_ns. 0, -1 if fn
+ * failed, or PCB_TIMING_STOPPED (out then covers sl->done operations). */
+int pcb_timing_sample(pcb_run_fn fn, void *arg, uint64_t n, pcb_sample *out, pcb_slicer *sl);
 
 /* The canary: n additions in one dependent chain (about one core cycle each
  * when the core runs at full speed), as one sample. A round whose canary runs

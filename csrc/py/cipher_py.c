@@ -547,14 +547,32 @@ typedef struct {
     bench_arg *arg;
     void **argp;
     pcb_parallel par; /* threads > 1: what the timed function runs */
+    /* threads > 1, summed over the slices of the last call (see common/timing.h):
+     * each thread's time, and how long after the first thread the last one started */
+    uint64_t thread_sum[PCB_MAX_THREADS];
+    uint64_t stagger_sum;
     pcb_timed timed;
 } KernelObject;
 
-/* threads > 1: the timed function; a failing thread's status becomes the first's. */
+/* threads > 1: before a call, the sums start again. */
+static void threads_begin(void *p)
+{
+    KernelObject *k = p;
+    memset(k->thread_sum, 0, sizeof k->thread_sum);
+    k->stagger_sum = 0;
+}
+
+/* threads > 1: the timed function (its argument the KernelObject, touched
+ * only in plain C fields); a failing thread's status becomes the first's. */
 static int bench_threads(void *p, uint64_t n, uint64_t *self_ns)
 {
-    pcb_parallel *par = p;
+    KernelObject *k = p;
+    pcb_parallel *par = &k->par;
     int rc = pcb_parallel_run(par, n, self_ns);
+    for (unsigned i = 0; rc == 0 && i < par->n_threads; i++)
+        k->thread_sum[i] += par->thread_ns[i];
+    if (rc == 0)
+        k->stagger_sum += par->stagger_ns;
     bench_arg *first = par->args[0];
     if (rc != 0 && par->failed > 0)
         first->st = ((bench_arg *)par->args[par->failed])->st;
@@ -610,7 +628,7 @@ static PyObject *Kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
         k->par.fn = bench_run;
         k->par.args = k->argp;
         k->par.n_threads = n;
-        k->timed = (pcb_timed){bench_threads, &k->par, &k->arg->st, 0, 0};
+        k->timed = (pcb_timed){bench_threads, k, &k->arg->st, 0, 0, .begin = threads_begin};
     }
     return (PyObject *)k;
 }
@@ -677,7 +695,7 @@ static PyObject *Kernel_thread_ns(KernelObject *k, void *Py_UNUSED(closure))
         return Py_BuildValue("()");
     PyObject *t = PyTuple_New(k->a.threads);
     for (unsigned i = 0; t != NULL && i < k->a.threads; i++) {
-        PyObject *v = PyLong_FromUnsignedLongLong(k->par.thread_ns[i]);
+        PyObject *v = PyLong_FromUnsignedLongLong(k->thread_sum[i]);
         if (v == NULL)
             Py_CLEAR(t);
         else
@@ -702,7 +720,32 @@ static PyObject *Kernel_closed(KernelObject *k, void *Py_UNUSED(closure))
     return PyBool_FromLong(k->timed.closed);
 }
 
+static PyObject *Kernel_thread_stagger_ns(KernelObject *k, void *Py_UNUSED(closure))
+{
+    return PyLong_FromUnsignedLongLong(k->a.threads > 1 ? k->stagger_sum : 0);
+}
+
+static PyObject *Kernel_last_call(KernelObject *k, void *Py_UNUSED(closure))
+{
+    return pcb_timed_last(&k->timed);
+}
+
+static PyObject *Kernel_last_sample(KernelObject *k, void *Py_UNUSED(closure))
+{
+    return pcb_timed_last_sample(&k->timed);
+}
+
 static PyGetSetDef Kernel_getset[] = {
+    {"last_sample", (getter)Kernel_last_sample, NULL,
+     "(operations, sample tuple) of the last call that ran to the end (after calibrate():\n"
+     "its final call, which lasted at least min_time), or None.", NULL},
+    {"last_call", (getter)Kernel_last_call, NULL,
+     "(operations, slices) of the last calibrate()/sample() call: fewer operations than\n"
+     "asked when Ctrl-C cut it between two slices (slices of about 0.1 s; the clocks\n"
+     "run inside the slices only).", NULL},
+    {"thread_stagger_ns", (getter)Kernel_thread_stagger_ns, NULL,
+     "threads > 1: in the last sample, how long after the first thread the last one\n"
+     "started (ns, summed over its slices); else 0.", NULL},
     {"closed", (getter)Kernel_closed, NULL, "True once close() has run.", NULL},
     {"info", (getter)Kernel_info, NULL, "The kernel's parameters, as used (a dict).", NULL},
     {"thread_ns", (getter)Kernel_thread_ns, NULL,

@@ -163,6 +163,42 @@ int pcb_timed_claim(pcb_timed *t)
     return 1;
 }
 
+/* Between two slices (GIL released): Python's signal handlers; nonzero when
+ * one raised (the exception stays set for the caller). */
+static int timed_stop(void *arg)
+{
+    pcb_timed *t = arg;
+    PyEval_RestoreThread(t->ts);
+    int raised = PyErr_CheckSignals() < 0;
+    t->ts = PyEval_SaveThread();
+    return raised;
+}
+
+static void timed_release(pcb_timed *t)
+{
+    if (t->begin != NULL)
+        t->begin(t->arg);
+    t->sl.slice_ns = PCB_SLICE_NS;
+    t->sl.stop = timed_stop;
+    t->sl.stop_arg = t;
+    t->ts = PyEval_SaveThread();
+}
+
+/* Back with the GIL: NULL with an exception for a failure or a signal, else "ok". */
+static int timed_acquire(module_state *ms, pcb_timed *t, int rc)
+{
+    PyEval_RestoreThread(t->ts);
+    t->ts = NULL;
+    t->busy = 0;
+    if (rc == PCB_TIMING_STOPPED)
+        return 0; /* the handler's exception (KeyboardInterrupt) is set */
+    if (rc != 0) {
+        pcb_raise_status(ms, t->st);
+        return 0;
+    }
+    return 1;
+}
+
 PyObject *pcb_timed_calibrate(module_state *ms, pcb_timed *t, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"min_time", "warmup", NULL};
@@ -172,14 +208,12 @@ PyObject *pcb_timed_calibrate(module_state *ms, pcb_timed *t, PyObject *args, Py
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|d:calibrate", kwlist, &min_time, &warmup)
         || !pcb_time_args(min_time, &warmup, &min_ns, &warmup_ns) || !pcb_timed_claim(t))
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    rc = pcb_timing_warmup(t->fn, t->arg, warmup_ns);
+    timed_release(t);
+    rc = pcb_timing_warmup(t->fn, t->arg, warmup_ns, &t->sl);
     if (rc == 0)
-        rc = pcb_timing_calibrate(t->fn, t->arg, min_ns, &n);
-    Py_END_ALLOW_THREADS
-    t->busy = 0;
-    if (rc != 0)
-        return pcb_raise_status(ms, t->st);
+        rc = pcb_timing_calibrate(t->fn, t->arg, min_ns, &n, &t->sl);
+    if (!timed_acquire(ms, t, rc))
+        return NULL;
     return PyLong_FromUnsignedLongLong(n);
 }
 
@@ -190,13 +224,16 @@ PyObject *pcb_timed_sample(module_state *ms, pcb_timed *t, PyObject *n_obj)
     int rc;
     if (!pcb_int_arg(n_obj, "iterations", 1, (long long)1 << 50, &n) || !pcb_timed_claim(t))
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    rc = pcb_timing_sample(t->fn, t->arg, (uint64_t)n, &s);
-    Py_END_ALLOW_THREADS
-    t->busy = 0;
-    if (rc != 0)
-        return pcb_raise_status(ms, t->st);
+    timed_release(t);
+    rc = pcb_timing_sample(t->fn, t->arg, (uint64_t)n, &s, &t->sl);
+    if (!timed_acquire(ms, t, rc))
+        return NULL;
     return pcb_sample_tuple(&s);
+}
+
+PyObject *pcb_timed_last(const pcb_timed *t)
+{
+    return Py_BuildValue("(KK)", (unsigned long long)t->sl.done, (unsigned long long)t->sl.slices);
 }
 
 PyObject *pcb_u64_list(const uint64_t *v, uint32_t n)
@@ -211,4 +248,11 @@ PyObject *pcb_u64_list(const uint64_t *v, uint32_t n)
         PyList_SET_ITEM(list, i, x);
     }
     return list;
+}
+
+PyObject *pcb_timed_last_sample(const pcb_timed *t)
+{
+    if (t->sl.last_n == 0)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(KN)", (unsigned long long)t->sl.last_n, pcb_sample_tuple(&t->sl.last));
 }

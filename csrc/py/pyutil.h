@@ -57,15 +57,26 @@ int pcb_time_args(double min_time, double *warmup, uint64_t *min_ns, uint64_t *w
 /* (elapsed_ns, tsc_ticks, cpu_ns, nivcsw, call_ns) of one sample. */
 PyObject *pcb_sample_tuple(const pcb_sample *s);
 
+/* Slices of a GIL-released calibrate/sample (see common/timing.h): between
+ * two, the GIL is taken back and Python's signal handlers run
+ * (PyErr_CheckSignals), so Ctrl-C acts within about this long plus one
+ * operation, whatever min_time is. Outside every clock of the sample. */
+#define PCB_SLICE_NS 100000000u
+
 /* What a timed object (Kernel, StoreKernel) hands the engine: the function
  * that runs n operations, its argument and where it records a failure, and
  * the flags that keep one call at a time (busy is set while the GIL is
- * released) and refuse a closed object. */
+ * released) and refuse a closed object. begin (may be NULL) runs before
+ * each calibrate/sample with the GIL held (resets what fn sums over slices).
+ * The rest is the slicing state. */
 typedef struct {
     pcb_run_fn fn;
     void *arg;
     const pcb_status *st;
     int busy, closed;
+    void (*begin)(void *arg);
+    pcb_slicer sl;
+    PyThreadState *ts; /* while the GIL is released */
 } pcb_timed;
 
 /* Claims a timed object for one GIL-released call (set t->busy = 0 after it): 1, or 0
@@ -74,8 +85,15 @@ int pcb_timed_claim(pcb_timed *t);
 /* calibrate(min_time, warmup=-1.0) -> int: warm-up, then the operation
  * count one sample needs; GIL released. */
 PyObject *pcb_timed_calibrate(module_state *ms, pcb_timed *t, PyObject *args, PyObject *kwargs);
-/* sample(iterations) -> (elapsed_ns, tsc_ticks, cpu_ns, nivcsw, call_ns); GIL released. */
+/* sample(iterations) -> (elapsed_ns, tsc_ticks, cpu_ns, nivcsw, call_ns); GIL released.
+ * Ctrl-C between two slices: NULL with KeyboardInterrupt (the sample is dropped). */
 PyObject *pcb_timed_sample(module_state *ms, pcb_timed *t, PyObject *n_obj);
+/* (operations, slices) of the last calibrate/sample call: fewer operations
+ * than asked when a signal cut it. */
+PyObject *pcb_timed_last(const pcb_timed *t);
+/* (operations, sample tuple) of the last call that ran to the end -- after
+ * calibrate(), its final call, a sample of at least min_time -- or None. */
+PyObject *pcb_timed_last_sample(const pcb_timed *t);
 
 /* A list of n Python ints; NULL with an exception set. */
 PyObject *pcb_u64_list(const uint64_t *v, uint32_t n);

@@ -152,7 +152,8 @@ static PyObject *StoreKernel_new(PyTypeObject *type, PyObject *args, PyObject *k
         Py_DECREF(k);
         return NULL;
     }
-    k->timed = (pcb_timed){pcb_store_bench_run, k->bench, pcb_store_bench_error(k->bench), 0, 0};
+    k->timed = (pcb_timed){pcb_store_bench_run, k->bench, pcb_store_bench_error(k->bench), 0, 0,
+                           .begin = pcb_store_bench_begin};
     return (PyObject *)k;
 }
 
@@ -274,7 +275,23 @@ static PyMethodDef StoreKernel_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyObject *StoreKernel_last_call(StoreKernelObject *k, void *Py_UNUSED(closure))
+{
+    return pcb_timed_last(&k->timed);
+}
+
+static PyObject *StoreKernel_last_sample(StoreKernelObject *k, void *Py_UNUSED(closure))
+{
+    return pcb_timed_last_sample(&k->timed);
+}
+
 static PyGetSetDef StoreKernel_getset[] = {
+    {"last_sample", (getter)StoreKernel_last_sample, NULL,
+     "(operations, sample tuple) of the last call that ran to the end (after calibrate():\n"
+     "its final call, which lasted at least min_time), or None.", NULL},
+    {"last_call", (getter)StoreKernel_last_call, NULL,
+     "(operations, slices) of the last calibrate()/sample() call: fewer operations than\n"
+     "asked when Ctrl-C cut it between two slices.", NULL},
     {"info", (getter)StoreKernel_info, NULL, "Parameters, footprint, last durable time (a dict).",
      NULL},
     {"closed", (getter)StoreKernel_closed, NULL, "True once close() has run.", NULL},

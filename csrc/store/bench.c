@@ -276,7 +276,7 @@ static int run_apply(bench *b, uint64_t n, uint64_t *self_ns)
         durable += t2 - t0;
     }
     *self_ns = blocked;
-    b->last_durable_ns = durable;
+    b->last_durable_ns += durable; /* summed over the slices of one sample */
     return 0;
 }
 
@@ -505,6 +505,7 @@ int pcb_store_bench_stages_run(bench *b, uint64_t n, pcb_store_bench_stages *out
 
 const pcb_status *pcb_store_bench_error(const bench *b) { return &b->st; }
 uint64_t pcb_store_bench_last_durable_ns(const bench *b) { return b->last_durable_ns; }
+void pcb_store_bench_begin(void *b) { ((bench *)b)->last_durable_ns = 0; }
 void pcb_store_bench_get_footprint(const bench *b, pcb_store_bench_footprint *f) { *f = b->footprint; }
 
 /* The populated store and its footprint; open_cold then starts empty. */

@@ -72,8 +72,11 @@ pcb_store_bench *pcb_store_bench_open(const pcb_store_bench_params *p, const pcb
  * pcb_store_bench *); on failure pcb_store_bench_error says why. */
 int pcb_store_bench_run(void *bench, uint64_t n, uint64_t *self_ns);
 const pcb_status *pcb_store_bench_error(const pcb_store_bench *b);
-/* apply: ns from the start of the last call until its writes were durable. */
+/* apply: ns, summed over the last sample's calls, from each start until its writes were durable. */
 uint64_t pcb_store_bench_last_durable_ns(const pcb_store_bench *b);
+/* Starts the durable-time sum again (before a call the engine may run in
+ * slices: apply adds each slice's durable time). */
+void pcb_store_bench_begin(void *b);
 void pcb_store_bench_get_footprint(const pcb_store_bench *b, pcb_store_bench_footprint *f);
 /* put/get: n more operations with the stage clocks on; 1, or 0 with st set. */
 int pcb_store_bench_stages_run(pcb_store_bench *b, uint64_t n, pcb_store_bench_stages *out,
