@@ -682,7 +682,7 @@ def _run_with_impl(impl, script, *args):
     )
 
 
-@pytest.mark.parametrize("impl", ["scalar", "avx2", "avx512"])
+@pytest.mark.parametrize("impl", ["scalar", "avx2", "avx512", "neon"])
 def test_tea_simd_impl_equals_reference(impl):
     impls = _tea_impls()
     if impls is None:
@@ -699,7 +699,7 @@ def test_tea_impls_lists_known_names():
     if impls is None:
         pytest.skip("pycipherbench._core.tea_impls() does not exist (yet)")
     assert "scalar" in impls
-    assert set(impls) <= {"ref", "scalar", "avx2", "avx512"}, impls
+    assert set(impls) <= {"ref", "scalar", "avx2", "avx512", "neon"}, impls
 
 
 def test_tea_bogus_impl_env_does_not_crash():
