@@ -147,6 +147,9 @@ def _fingerprint() -> dict[str, Any]:
         # and its rate where the CPU says (aarch64's CNTFRQ_EL0), else None
         "cycle_counter": _core.cpu_info()["counter"] or None,
         "cycle_counter_hz": _core.cpu_info()["counter_hz"] or None,
+        # whether samples count involuntary context switches (Linux's RUSAGE_THREAD);
+        # False: the context-switch warnings cannot fire on this build
+        "thread_switches": bool(_core.cpu_info()["thread_switches"]),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "package_version": __version__,

@@ -72,7 +72,8 @@ def test_arm_cores_from_cpuinfo():
 
 def test_cpu_info_shape():
     info = _core.cpu_info()
-    assert set(info) == {"features", "midr", "openssl_cpu_settings", "counter", "counter_hz"}
+    assert set(info) == {"features", "midr", "openssl_cpu_settings", "counter", "counter_hz",
+                         "thread_switches"}
     assert isinstance(info["features"], str) and isinstance(info["midr"], int)
     # OpenSSL names its own capability variable: the one hw_aes=False sets on this CPU
     _, mask = _hwaes.masked_environment()
@@ -80,6 +81,7 @@ def test_cpu_info_shape():
     fp = pcb.machine()
     assert fp["cycle_counter"] == (info["counter"] or None)
     assert fp["tsc"] == (info["counter"] != "")
+    assert fp["thread_switches"] is info["thread_switches"]
 
 
 # --------------------------------------------------------------- hw_aes=False (everywhere)
@@ -235,3 +237,80 @@ def test_tea_neon_default_and_equal_to_scalar():
     s_impl, s_count, s_hash = scalar.stdout.split()
     assert (n_impl, s_impl) == ("neon", "scalar") and n_count == s_count == "44"
     assert n_hash == s_hash
+
+
+# --------------------------------------------------------------- a portable core
+
+# Linux-only names (calls, constants, struct fields, headers): each use in csrc/ must sit
+# inside a preprocessor condition that names the platform, the fallback switch or the
+# name itself; the open flags only need a `#ifndef FLAG` fallback in their file.
+LINUX_ONLY = ("getrandom", "getauxval", "sys/auxv.h", "MADV_HUGEPAGE", "RUSAGE_THREAD",
+              "F_OFD_SETLK", "F_OFD_SETLKW", "F_OFD_GETLK", "st_mtim", "pipe2", "accept4",
+              "memfd_create", "statx", "renameat2", "O_TMPFILE", "O_PATH", "sched_getaffinity",
+              "pthread_setaffinity_np", "pthread_getaffinity_np", "gettid", "prctl",
+              "sync_file_range", "copy_file_range", "fallocate", "MAP_POPULATE", "MAP_HUGETLB",
+              "CLOCK_MONOTONIC_RAW", "CLOCK_BOOTTIME", "epoll_create1", "eventfd", "inotify_init1",
+              "HWCAP_ASIMD", "HWCAP_AES")
+FLAG_FALLBACKS = ("O_DIRECTORY", "O_CLOEXEC")
+GUARD_WORDS = ("__linux__", "PCB_FORCE_FALLBACKS", "PCB_HAVE_", "PCB_CPU_AUXV")
+
+
+def _strip_comments(text):
+    import re
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)  # string literals (messages, docs)
+
+
+def _unguarded_uses(text):
+    """(line number, name) of every Linux-only name outside a condition that guards it."""
+    import re
+    stack, out = [], []
+    for no, line in enumerate(_strip_comments(text).splitlines(), 1):
+        d = re.match(r"\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)", line)
+        if d:
+            kind, cond = d.groups()
+            if kind in ("if", "ifdef", "ifndef"):
+                stack.append(cond)
+            elif kind in ("elif", "else") and stack:
+                stack[-1] += " " + cond  # an #else still belongs to its #if's question
+            elif kind == "endif" and stack:
+                stack.pop()
+            continue
+        for name in LINUX_ONLY:
+            if re.search(r"(?<![\w])" + re.escape(name) + r"(?![\w])", line):
+                guarded = any(w in c for c in stack for w in GUARD_WORDS + (name,))
+                if not guarded:
+                    out.append((no, name))
+    for flag in FLAG_FALLBACKS:
+        if re.search(r"\b" + flag + r"\b", text) and not re.search(r"#\s*ifndef\s+" + flag + r"\b", text):
+            out.append((0, flag + " without a #ifndef fallback"))
+    return out
+
+
+def test_linux_only_calls_are_guarded():
+    found = {str(p.relative_to(REPO)): _unguarded_uses(p.read_text())
+             for p in sorted((REPO / "csrc").glob("*/*.[ch]"))}
+    assert {f: u for f, u in found.items() if u} == {}
+
+
+def test_guard_checker_finds_unguarded_uses():
+    """The checker itself: an unguarded use is found, a guarded one is not."""
+    assert _unguarded_uses("int f(void) { return getrandom(0, 0, 0); }\n") == [(1, "getrandom")]
+    assert _unguarded_uses("#if defined(__linux__)\nx = getrandom(k, 8, 0);\n#else\ny = 0;\n#endif\n") == []
+    assert _unguarded_uses("#ifdef F_OFD_SETLK\nfcntl(fd, F_OFD_SETLK, &fl);\n#endif\n") == []
+    assert _unguarded_uses("/* getrandom in a comment */\n") == []
+    assert _unguarded_uses('doc("RUSAGE_THREAD in a string");\n') == []
+    assert _unguarded_uses("open(p, O_DIRECTORY);\n") == [(0, "O_DIRECTORY without a #ifndef fallback")]
+    assert _unguarded_uses("#ifndef O_DIRECTORY\n#define O_DIRECTORY 0\n#endif\nopen(p, O_DIRECTORY);\n") == []
+
+
+@pytest.mark.skipif(not os.environ.get("PCB_EXPECT_FALLBACKS"),
+                    reason="only for a PCB_FORCE_FALLBACKS=1 build (.ci/run sets PCB_EXPECT_FALLBACKS)")
+def test_forced_fallbacks_reached_the_build():
+    """The switch reached the C code: no per-thread context switches (RUSAGE_THREAD off)
+    and, on aarch64, no HWCAP probe (NEON assumed, no crypto bits)."""
+    info = _core.cpu_info()
+    assert info["thread_switches"] is False and pcb.machine()["thread_switches"] is False
+    if AARCH64:
+        assert info["features"] == "asimd" and info["midr"] == 0

@@ -46,6 +46,21 @@ int pcb_tsc_available(void)
     return 0;
 }
 
+/* Involuntary context switches per thread: Linux's getrusage(RUSAGE_THREAD).
+ * Elsewhere (and with -DPCB_FORCE_FALLBACKS) there is no per-thread count, so
+ * nivcsw stays 0 and the warnings that read it cannot fire: pcb_timing_has_nivcsw()
+ * says so, and the fingerprint records it. */
+#if defined(__linux__) && defined(RUSAGE_THREAD) && !defined(PCB_FORCE_FALLBACKS)
+#define PCB_HAVE_THREAD_SWITCHES 1
+#else
+#define PCB_HAVE_THREAD_SWITCHES 0
+#endif
+
+int pcb_timing_has_nivcsw(void)
+{
+    return PCB_HAVE_THREAD_SWITCHES;
+}
+
 const char *pcb_tsc_name(void)
 {
     return PCB_HAVE_TSC == 2 ? "cntvct_el0" : PCB_HAVE_TSC && pcb_tsc_available() ? "tsc" : "";
@@ -89,11 +104,15 @@ static inline uint64_t read_tsc(int have_tsc)
 /* This thread's CPU time (ns) and involuntary context switches so far. */
 static void thread_usage(uint64_t *cpu_ns, uint64_t *nivcsw)
 {
+#ifdef CLOCK_THREAD_CPUTIME_ID
     struct timespec ts;
     *cpu_ns = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0
               ? (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec : 0;
+#else
+    *cpu_ns = 0;
+#endif
     *nivcsw = 0;
-#if defined(__linux__) && defined(RUSAGE_THREAD)
+#if PCB_HAVE_THREAD_SWITCHES
     struct rusage ru;
     if (getrusage(RUSAGE_THREAD, &ru) == 0)
         *nivcsw = (uint64_t)ru.ru_nivcsw;

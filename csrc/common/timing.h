@@ -41,6 +41,9 @@ uint64_t pcb_clock_ns(void);
  * aarch64's CNTVCT_EL0 (the generic timer, CNTFRQ_EL0 ticks per second). */
 int pcb_tsc_available(void);
 
+/* 1 if pcb_sample.nivcsw counts (Linux RUSAGE_THREAD); 0: always 0 here. */
+int pcb_timing_has_nivcsw(void);
+
 /* "tsc", "cntvct_el0", or "" without one. */
 const char *pcb_tsc_name(void);
 

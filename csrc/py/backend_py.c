@@ -106,10 +106,11 @@ static PyObject *core_cpu_info(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(
     char names[256];
     pcb_cpu_feature_names(names, sizeof names);
     const char *ossl = OPENSSL_info(OPENSSL_INFO_CPU_SETTINGS);
-    return Py_BuildValue("{s:s,s:K,s:s,s:s,s:K}", "features", names,
+    return Py_BuildValue("{s:s,s:K,s:s,s:s,s:K,s:O}", "features", names,
                          "midr", (unsigned long long)pcb_cpu_midr(),
                          "openssl_cpu_settings", ossl ? ossl : "",
-                         "counter", pcb_tsc_name(), "counter_hz", (unsigned long long)pcb_tsc_hz());
+                         "counter", pcb_tsc_name(), "counter_hz", (unsigned long long)pcb_tsc_hz(),
+                         "thread_switches", pcb_timing_has_nivcsw() ? Py_True : Py_False);
 }
 
 PyMethodDef pcb_backend_functions[] = {
@@ -120,7 +121,9 @@ PyMethodDef pcb_backend_functions[] = {
      "OpenSSL's own report of the capability word it uses (OPENSSL_info\n"
      "CPU_SETTINGS), with ' env:...' when OPENSSL_ia32cap/OPENSSL_armcap set it;\n"
      "counter: the fixed-rate cycle counter read around kernels ('tsc', 'cntvct_el0'\n"
-     "or ''), counter_hz its ticks per second where the CPU says (aarch64), else 0."},
+     "or ''), counter_hz its ticks per second where the CPU says (aarch64), else 0;\n"
+     "thread_switches: whether samples count involuntary context switches (Linux\n"
+     "RUSAGE_THREAD; without it the warnings that read them cannot fire)."},
     {"backends", core_backends, METH_NOARGS,
      "backends() -> list[dict]\n\nThe C crypto libraries this build knows: name, version,\n"
      "available, transformations, hw_aes (True/False/None = unknown), missing (why not\n"
