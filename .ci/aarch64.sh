@@ -23,7 +23,9 @@ T0=$(date +%s)
 # ---- 1. packages (Debian multiarch)
 ARM_PKGS=(qemu-user-static gcc-aarch64-linux-gnu libc6-dev:arm64 libssl-dev:arm64
           libpython3.11-dev:arm64 libpython3.11-stdlib:arm64
-          libsodium-dev:arm64 nettle-dev:arm64 libgcrypt20-dev:arm64 libmbedtls-dev:arm64)
+          libsodium-dev:arm64 nettle-dev:arm64 libmbedtls-dev:arm64)
+# (not libgcrypt20-dev:arm64: Debian 12's is not Multi-Arch: same, so installing it removes
+#  the amd64 one the x86-64 build needs; the aarch64 build leaves the gcrypt backend out)
 missing=()
 for p in "${ARM_PKGS[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -34,8 +36,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
     apt-get update -qq
     # arm64 libraries must match the amd64 ones' versions (Multi-Arch: same), so
-    # apt may upgrade the amd64 side too.
-    apt-get install -y -qq "${missing[@]}"
+    # apt may upgrade the amd64 side too; --no-remove: never at the cost of removing one.
+    apt-get install -y -qq --no-remove "${missing[@]}"
 fi
 QEMU=qemu-aarch64-static
 
@@ -98,10 +100,12 @@ export PCB_AARCH64_EMULATED=1   # tests that need a real ARM core (timings) say 
 "$PY" -c "import platform, pycipherbench as p; m = p.machine(); \
 print('aarch64:', platform.machine(), m['cpu_model'], m['cpu_flags'], 'TEA', m['tea_impl'], \
 [b['name'] for b in p.backends() if b['available']])"
-if [ $# -eq 0 ]; then
+have_paths=0
+for a in "$@"; do case $a in -*) ;; *) have_paths=1 ;; esac; done
+if [ $have_paths -eq 0 ]; then  # options only (e.g. --durations=20): the subset with them
     # The subset (about 20 minutes on 2 cores): vectors, interop (incl. TEA NEON vs the
     # reference), bad input, the store, store and Tink formats, backends, the ARM tests.
-    set -- tests/test_arm.py tests/test_vectors.py tests/test_interop.py tests/test_bad_input.py \
+    set -- "$@" tests/test_arm.py tests/test_vectors.py tests/test_interop.py tests/test_bad_input.py \
         tests/test_store.py tests/test_store_format.py tests/test_tink_format.py \
         tests/test_backends.py
 fi
