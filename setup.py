@@ -6,6 +6,10 @@ Environment switches:
   PCB_DEBUG=1     -O0 -g, assertions on
   PCB_NO_BACKENDS=1  build with OpenSSL alone (no libsodium/Nettle/libgcrypt/Mbed TLS
                   even where pkg-config finds them)
+  PCB_FORCE_FALLBACKS=1  compile the portable fallbacks even on Linux (flock for the OFD
+                  lock, getentropy, no RUSAGE_THREAD/MADV_HUGEPAGE/O_DIRECTORY/O_CLOEXEC,
+                  seconds-only mtimes, no HWCAP probe), so CI runs what other systems get
+Cross-compiling for aarch64: .ci/aarch64.sh (the arm64 sysconfig data and pkg-config dir).
 """
 import glob
 import os
@@ -137,6 +141,8 @@ extra_compile_args = ["-std=c11", "-Wall", "-Wextra", "-Wno-missing-field-initia
 extra_link_args: list[str] = []
 define_macros = [("OPENSSL_API_COMPAT", "30000"), ("OPENSSL_NO_DEPRECATED", None), *backend_defines]
 
+if os.environ.get("PCB_FORCE_FALLBACKS"):
+    define_macros.append(("PCB_FORCE_FALLBACKS", None))
 if os.environ.get("PCB_DEBUG"):
     extra_compile_args += ["-O0", "-g", "-UNDEBUG", "-DPCB_ASSERTS"]
 else:

@@ -22,6 +22,8 @@ from typing import Any
 X86_MASK = "~0x200000200000000:~0x60000000000"
 # ARM: the variable replaces detection; 0x1 keeps NEON only (no AES, PMULL, SHA).
 ARM_VALUE = "0x1"
+# The AES bit of the (first) word OpenSSL reports: AES-NI; ARMV8_AES (crypto/arm_arch.h).
+AES_BIT = {"OPENSSL_ia32cap": 57, "OPENSSL_armcap": 2}
 
 
 def masked_environment() -> tuple[dict[str, str], str]:
@@ -35,6 +37,24 @@ def masked_environment() -> tuple[dict[str, str], str]:
         env["OPENSSL_armcap"] = ARM_VALUE
         return env, f"OPENSSL_armcap={ARM_VALUE}"
     raise NotImplementedError(f"hw_aes=False is not supported on {platform.machine()}")
+
+
+def check_mask_reached(mask: str, report: str) -> str:
+    """``report`` (OpenSSL's CPU_SETTINGS line in the child) if it shows OpenSSL read
+    ``mask`` ("VAR=VALUE") from its environment, else RuntimeError: a child whose
+    OpenSSL never saw the mask would measure hardware AES under the name of its absence."""
+    var, _, value = mask.partition("=")
+    if not report:  # an OpenSSL that reports nothing for this CPU: the mask cannot be checked
+        return report
+    words = report.split()
+    if not report.startswith(var + "=") or f"env:{value}" not in words:
+        raise RuntimeError(f"hw_aes=False: the child's OpenSSL does not report {mask!r} "
+                           f"(it reports {report!r}); AES may not be masked")
+    # and the word OpenSSL uses has the AES bit clear
+    word = int(words[0].partition("=")[2].split(":")[0], 16)
+    if word & (1 << AES_BIT[var]):
+        raise RuntimeError(f"hw_aes=False: the child's OpenSSL still has AES ({report!r})")
+    return report
 
 
 def python_command(module: str, *args: str) -> list[str]:
@@ -69,6 +89,14 @@ class MaskedWorker:
             start_new_session=True)
         self._next = 0
         self._abandoned = False
+        try:
+            #: OpenSSL's own report in the child of the capability word it runs with
+            #: (OPENSSL_info CPU_SETTINGS), e.g. "OPENSSL_armcap=0x1 env:0x1"
+            self.openssl_cpu_settings = check_mask_reached(
+                self.mask, str(self.call(None, "cpu_info")["openssl_cpu_settings"]))
+        except BaseException:
+            self.close()
+            raise
 
     def call(self, obj: int | None, method: str, *args: Any, **kwargs: Any) -> Any:
         """Calls ``method`` on kernel ``obj`` (None: a function or type of _core) in the child."""

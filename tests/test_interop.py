@@ -681,7 +681,7 @@ def _run_with_impl(impl, script, *args):
     )
 
 
-@pytest.mark.parametrize("impl", ["scalar", "avx2", "avx512"])
+@pytest.mark.parametrize("impl", ["scalar", "avx2", "avx512", "neon"])
 def test_tea_simd_impl_equals_reference(impl):
     impls = _tea_impls()
     if impl not in impls:
@@ -694,7 +694,7 @@ def test_tea_simd_impl_equals_reference(impl):
 def test_tea_impls_lists_known_names():
     impls = _tea_impls()
     assert "scalar" in impls
-    assert set(impls) <= {"ref", "scalar", "avx2", "avx512"}, impls
+    assert set(impls) <= {"ref", "scalar", "avx2", "avx512", "neon"}, impls
 
 
 def test_tea_bogus_impl_env_does_not_crash():

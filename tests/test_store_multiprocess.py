@@ -217,6 +217,9 @@ HOLDER = """
     fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
     # struct flock: l_type, l_whence, l_start, l_len, l_pid (0 for OFD locks)
     fcntl.fcntl(fd, fcntl.F_OFD_SETLKW, struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
+    # and the store's fallback lock (PCB_FORCE_FALLBACKS=1 builds, systems without OFD
+    # locks): flock, which on Linux neither sees nor is seen by an OFD lock
+    fcntl.flock(fd, fcntl.LOCK_EX)
     print("locked", flush=True)
     release = sys.argv[2]
     while not os.path.exists(release):

@@ -10,6 +10,11 @@
 
 #include <openssl/crypto.h>
 
+/* Older BSDs spell it MAP_ANON. */
+#if !defined(MAP_ANONYMOUS) && defined(MAP_ANON)
+#define MAP_ANONYMOUS MAP_ANON
+#endif
+
 void pcb_wipe_free(void *p, size_t n)
 {
     if (p) {
@@ -25,7 +30,7 @@ void *pcb_big_alloc(size_t n)
     void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && !defined(PCB_FORCE_FALLBACKS)
     madvise(p, n, MADV_HUGEPAGE); /* a hint: failure changes nothing */
 #endif
     return p;

@@ -66,8 +66,19 @@ typedef struct {
 
 uint64_t pcb_clock_ns(void);
 
-/* 1 if the CPU has an invariant time-stamp counter we read. */
+/* 1 if the CPU has a fixed-rate cycle counter we read: x86's invariant TSC,
+ * aarch64's CNTVCT_EL0 (the generic timer, CNTFRQ_EL0 ticks per second). */
 int pcb_tsc_available(void);
+
+/* 1 if pcb_sample.nivcsw counts (Linux RUSAGE_THREAD); 0: always 0 here. */
+int pcb_timing_has_nivcsw(void);
+
+/* "tsc", "cntvct_el0", or "" without one. */
+const char *pcb_tsc_name(void);
+
+/* The counter's ticks per second where the architecture says (aarch64's
+ * CNTFRQ_EL0), else 0. */
+uint64_t pcb_tsc_hz(void);
 
 /* Runs fn for at least warmup_ns (at least one call of one operation):
  * caches, branch predictors, page faults, the CPU's clock. 0, -1 if fn

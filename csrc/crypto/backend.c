@@ -95,6 +95,8 @@ int pcb_backend_lacks(pcb_backend b, const pcb_evp_cache *cache, const pcb_trans
 {
     char have[160] = "";
     size_t n = 0;
+    if ((unsigned)b >= PCB_BK_COUNT) /* (also keeps aarch64 GCC 12's -Warray-bounds quiet) */
+        return pcb_fail(st, PCB_E_UNSUPPORTED, "unknown backend %d", (int)b);
     for (int i = 0; i < PCB_BK_COUNT; i++)
         if (pcb_backend_supports((pcb_backend)i, cache, t, key_len) && n + 12 < sizeof have)
             n += (size_t)snprintf(have + n, sizeof have - n, "%s%s", n ? ", " : "", names[i]);

@@ -3,8 +3,8 @@
  *
  * Owns: the reference kernels (straight transcriptions of Wheeler & Needham's
  * code, one block at a time) and the optimized kernels (many blocks at once:
- * portable interleaved scalar code, AVX2 and AVX-512 variants chosen at run
- * time), plus the mode loops. Pure C: no Python, no OpenSSL except
+ * portable interleaved scalar code, AVX2 and AVX-512 variants on x86 and
+ * NEON on aarch64, chosen at run time), plus the mode loops. Pure C: no Python, no OpenSSL except
  * OPENSSL_cleanse for wiping keys. Thread-safe: no mutable state (the CPU
  * probe is common/cpu's).
  *
@@ -34,8 +34,12 @@ typedef enum {
     PCB_TEA_IMPL_SCALAR = 1, /* several blocks interleaved, plain C */
     PCB_TEA_IMPL_AVX2 = 2,   /* 8 blocks per vector */
     PCB_TEA_IMPL_AVX512 = 3, /* 16 blocks per vector */
-    PCB_TEA_IMPL_AUTO = 4
+    PCB_TEA_IMPL_NEON = 4,   /* aarch64 Advanced SIMD: 4 blocks per vector */
+    PCB_TEA_IMPL_AUTO = 5
 } pcb_tea_impl;
+
+/* The last named implementation (loops over SCALAR..PCB_TEA_IMPL_LAST). */
+#define PCB_TEA_IMPL_LAST PCB_TEA_IMPL_NEON
 
 typedef struct {
     uint32_t k[4];
@@ -51,13 +55,13 @@ typedef struct {
     unsigned used; /* bytes of keystream[] already consumed; 8 = none left */
 } pcb_tea_ctr_state;
 
-/* The best optimized implementation this CPU runs (SCALAR, AVX2 or AVX512). */
+/* The best optimized implementation this CPU runs (SCALAR, AVX2, AVX512 or NEON). */
 pcb_tea_impl pcb_tea_best_impl(void);
 
 /* 1 if `impl` can run on this CPU (REF and SCALAR always can). */
 int pcb_tea_impl_available(pcb_tea_impl impl);
 
-/* "ref", "scalar", "avx2", "avx512". */
+/* "ref", "scalar", "avx2", "avx512", "neon". */
 const char *pcb_tea_impl_name(pcb_tea_impl impl);
 
 /* Sets up a key. rounds must be in [1, 1024] (the caller validates); impl AUTO

@@ -10,7 +10,16 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #if defined(__linux__)
+/* getrandom on Linux; getentropy (POSIX 2024: glibc >= 2.25, musl, macOS, the
+ * BSDs, bionic) elsewhere and with -DPCB_FORCE_FALLBACKS. */
+#if defined(__linux__) || defined(__APPLE__) || defined(__FreeBSD__)
 #include <sys/random.h>
+#else
+#include <unistd.h>
+#endif
+#if defined(__linux__) && !defined(PCB_FORCE_FALLBACKS)
+#define PCB_HAVE_GETRANDOM 1
+#endif
 #endif
 
 #include "common/siphash.h"
@@ -47,12 +56,15 @@ char *pcb_grow_capped(char **buf, size_t *cap, size_t used, size_t n, size_t lim
 }
 
 /* The hash key: the kernel's randomness where it is one call away without
- * blocking, else OpenSSL's; with neither (early boot), any key still gives
- * correct results. */
+ * blocking (Linux getrandom; elsewhere, or forced, getentropy), else
+ * OpenSSL's; with neither (early boot), any key still gives correct results. */
 static void random_key(uint64_t key[2], const void *salt, size_t len)
 {
-#if defined(__linux__)
+#ifdef PCB_HAVE_GETRANDOM
     if (getrandom(key, 2 * sizeof key[0], GRND_NONBLOCK) == (ssize_t)(2 * sizeof key[0]))
+        return;
+#else
+    if (getentropy(key, 2 * sizeof key[0]) == 0)
         return;
 #endif
     if (RAND_bytes((unsigned char *)key, 2 * sizeof key[0]) == 1)

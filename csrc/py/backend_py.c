@@ -14,6 +14,8 @@
 #include <string.h>
 #include <openssl/crypto.h>
 
+#include "common/cpu.h"
+#include "common/timing.h"
 #include "crypto/backend.h"
 
 int pcb_backend_arg(const char *name, int *backend)
@@ -44,6 +46,9 @@ static int hw_aes_openssl(void)
 #if defined(__x86_64__) || defined(__i386__)
     const char *mask = getenv("OPENSSL_ia32cap");
     return __builtin_cpu_supports("aes") && !(mask && mask[0]);
+#elif defined(__aarch64__)
+    const char *mask = getenv("OPENSSL_armcap"); /* replaces OpenSSL's detection */
+    return (pcb_cpu_features() & PCB_CPU_ARM_AES) && !(mask && mask[0]);
 #else
     const char *mask = getenv("OPENSSL_armcap");
     return mask && mask[0] ? 0 : -1;
@@ -95,7 +100,30 @@ static PyObject *core_backends(PyObject *module, PyObject *Py_UNUSED(ignored))
     return list;
 }
 
+/* cpu_info(): what this process's CPU probe and OpenSSL saw. */
+static PyObject *core_cpu_info(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    char names[256];
+    pcb_cpu_feature_names(names, sizeof names);
+    const char *ossl = OPENSSL_info(OPENSSL_INFO_CPU_SETTINGS);
+    return Py_BuildValue("{s:s,s:K,s:s,s:s,s:K,s:O}", "features", names,
+                         "midr", (unsigned long long)pcb_cpu_midr(),
+                         "openssl_cpu_settings", ossl ? ossl : "",
+                         "counter", pcb_tsc_name(), "counter_hz", (unsigned long long)pcb_tsc_hz(),
+                         "thread_switches", pcb_timing_has_nivcsw() ? Py_True : Py_False);
+}
+
 PyMethodDef pcb_backend_functions[] = {
+    {"cpu_info", core_cpu_info, METH_NOARGS,
+     "cpu_info() -> dict\n\nfeatures: the CPU features this process's probe found\n"
+     "(space-separated, /proc/cpuinfo spelling; aarch64: from HWCAP); midr: aarch64's\n"
+     "MIDR_EL1 (implementer, part; 0 elsewhere or unreadable); openssl_cpu_settings:\n"
+     "OpenSSL's own report of the capability word it uses (OPENSSL_info\n"
+     "CPU_SETTINGS), with ' env:...' when OPENSSL_ia32cap/OPENSSL_armcap set it;\n"
+     "counter: the fixed-rate cycle counter read around kernels ('tsc', 'cntvct_el0'\n"
+     "or ''), counter_hz its ticks per second where the CPU says (aarch64), else 0;\n"
+     "thread_switches: whether samples count involuntary context switches (Linux\n"
+     "RUSAGE_THREAD; without it the warnings that read them cannot fire)."},
     {"backends", core_backends, METH_NOARGS,
      "backends() -> list[dict]\n\nThe C crypto libraries this build knows: name, version,\n"
      "available, transformations, hw_aes (True/False/None = unknown), missing (why not\n"

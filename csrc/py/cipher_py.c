@@ -853,7 +853,7 @@ static PyObject *core_ciphers(PyObject *module, PyObject *Py_UNUSED(ignored))
 static PyObject *core_tea_impls(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
 {
     PyObject *list = PyList_New(0);
-    for (int i = PCB_TEA_IMPL_SCALAR; list != NULL && i <= PCB_TEA_IMPL_AVX512; i++)
+    for (int i = PCB_TEA_IMPL_SCALAR; list != NULL && i <= PCB_TEA_IMPL_LAST; i++)
         if (pcb_tea_impl_available((pcb_tea_impl)i)
             && append_name(list, pcb_tea_impl_name((pcb_tea_impl)i)) < 0)
             Py_CLEAR(list);

@@ -113,7 +113,7 @@ static pcb_tea_impl tea_impl_from_env(void)
     const char *v = getenv("PCB_TEA_IMPL");
     if (v == NULL || *v == '\0' || strcmp(v, "auto") == 0)
         return PCB_TEA_IMPL_AUTO;
-    for (int i = PCB_TEA_IMPL_SCALAR; i <= PCB_TEA_IMPL_AVX512; i++)
+    for (int i = PCB_TEA_IMPL_SCALAR; i <= PCB_TEA_IMPL_LAST; i++)
         if (strcmp(v, pcb_tea_impl_name((pcb_tea_impl)i)) == 0)
             return (pcb_tea_impl)i;
     return PCB_TEA_IMPL_REF; /* marker for "unknown", reported by the caller */
@@ -131,7 +131,7 @@ static int exec_engine(PyObject *module)
     ms->tea_impl = tea_impl_from_env();
     if (ms->tea_impl == PCB_TEA_IMPL_REF) {
         PyErr_Format(PyExc_ImportError,
-                     "PCB_TEA_IMPL=%s is not one of auto, scalar, avx2, avx512", getenv("PCB_TEA_IMPL"));
+                     "PCB_TEA_IMPL=%s is not one of auto, scalar, avx2, avx512, neon", getenv("PCB_TEA_IMPL"));
         return -1;
     }
     if (ms->tea_impl != PCB_TEA_IMPL_AUTO && !pcb_tea_impl_available(ms->tea_impl)) {

@@ -22,7 +22,13 @@
 
 /* Portability: flags some systems lack. Without O_CLOEXEC the descriptor is
  * marked close-on-exec right after the open (a window a concurrent exec may
- * hit); without O_DIRECTORY the directory is checked with fstat. */
+ * hit); without O_DIRECTORY the directory is checked with fstat. A build
+ * with -DPCB_FORCE_FALLBACKS (setup.py's PCB_FORCE_FALLBACKS=1) takes both
+ * fallbacks on Linux too, so CI runs them. */
+#ifdef PCB_FORCE_FALLBACKS
+#undef O_CLOEXEC
+#undef O_DIRECTORY
+#endif
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0
 #define PCB_SET_CLOEXEC(fd) ((fd) >= 0 ? (void)fcntl((fd), F_SETFD, FD_CLOEXEC) : (void)0)

@@ -25,6 +25,9 @@
 #if defined(F_OFD_SETLK) && !defined(PCB_FORCE_FALLBACKS)
 #define PCB_HAVE_OFD 1
 #endif
+#ifdef PCB_FORCE_FALLBACKS /* and FD_CLOEXEC set after the open */
+#undef O_CLOEXEC
+#endif
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0
 #endif

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# aarch64 stage (issue 20): cross-build pycipherbench._core for aarch64 and run a subset of
+# the suite under qemu-aarch64-static with an aarch64 CPython and aarch64 wheels.
+#
+# Idempotent: installs what is missing (Debian's arm64 multiarch packages, the cross
+# compiler, qemu-user-static; the aarch64 wheels into build/aarch64/site) and reuses it
+# on the next run. Nothing is registered with binfmt_misc (the kernel may be shared):
+# every aarch64 program is started as `qemu-aarch64-static PROGRAM`, and the interpreter
+# that the tests see as sys.executable is a shell script that re-enters qemu, so their
+# child processes run under emulation too. No `-L /usr/aarch64-linux-gnu`: the programs
+# use libc6:arm64's own loader (/lib/ld-linux-aarch64.so.1); the cross toolchain's copy
+# beside it makes every pthread_create hang.
+#
+# Usage: bash .ci/aarch64.sh [pytest args...]   (default: the CI subset below)
+# Environment: PCB_AARCH64_DIR (default build/aarch64) holds everything it makes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+DIR=${PCB_AARCH64_DIR:-$ROOT/build/aarch64}
+mkdir -p "$DIR"
+T0=$(date +%s)
+
+# ---- 1. packages (Debian multiarch)
+ARM_PKGS=(qemu-user-static gcc-aarch64-linux-gnu libc6-dev:arm64 libssl-dev:arm64
+          libpython3.11-dev:arm64 libpython3.11-stdlib:arm64
+          libsodium-dev:arm64 nettle-dev:arm64 libmbedtls-dev:arm64)
+# (not libgcrypt20-dev:arm64: Debian 12's is not Multi-Arch: same, so installing it removes
+#  the amd64 one the x86-64 build needs; the aarch64 build leaves the gcrypt backend out)
+missing=()
+for p in "${ARM_PKGS[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "aarch64: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
+    apt-get update -qq
+    # arm64 libraries must match the amd64 ones' versions (Multi-Arch: same), so
+    # apt may upgrade the amd64 side too; --no-remove: never at the cost of removing one.
+    apt-get install -y -qq --no-remove "${missing[@]}"
+fi
+QEMU=qemu-aarch64-static
+
+# ---- 2. an aarch64 CPython: Py_BytesMain linked against Debian's arm64 libpython3.11
+PY=$DIR/bin/python3
+if [ ! -x "$DIR/bin/python3.11-aarch64" ]; then
+    mkdir -p "$DIR/bin"
+    printf '#include <Python.h>\nint main(int argc, char **argv) { return Py_BytesMain(argc, argv); }\n' \
+        > "$DIR/pymain.c"
+    aarch64-linux-gnu-gcc -O1 "$DIR/pymain.c" -I/usr/include/python3.11 \
+        -I/usr/include/aarch64-linux-gnu/python3.11 -L/usr/lib/aarch64-linux-gnu -lpython3.11 \
+        -o "$DIR/bin/python3.11-aarch64"
+fi
+# The wrapper is sys.executable (qemu's -0 sets argv[0]): children re-enter qemu.
+# -S: no site-packages, so the host's x86-64 packages are never imported; PYTHONPATH
+# carries the aarch64 wheels.
+cat > "$PY" <<EOF
+#!/bin/sh
+exec $QEMU -0 "\$0" "$DIR/bin/python3.11-aarch64" -S "\$@"
+EOF
+chmod +x "$PY"
+
+# ---- 3. aarch64 wheels of what the tests import (unpacked: a wheel is a zip)
+SITE=$DIR/site
+WHEELS=(numpy scipy pytest hypothesis cryptography tink pycryptodome pynacl)
+if [ ! -f "$SITE/.complete" ]; then
+    rm -rf "$SITE" "$DIR/wheels"
+    mkdir -p "$SITE" "$DIR/wheels"
+    pip download -q --disable-pip-version-check --only-binary=:all: --implementation cp \
+        --python-version 3.11 --platform manylinux2014_aarch64 --platform manylinux_2_17_aarch64 \
+        --platform manylinux_2_28_aarch64 -d "$DIR/wheels" "${WHEELS[@]}" 2>&1 \
+        | grep -v "is ignored: it is neither a file nor a directory" || true
+    for w in "$DIR"/wheels/*.whl; do
+        python -m zipfile -e "$w" "$SITE"
+    done
+    touch "$SITE/.complete"
+fi
+
+# ---- 4. cross-build the extension in place (pycipherbench/_core.cpython-311-aarch64-linux-gnu.so;
+# the x86-64 interpreter ignores it). The host Python runs setup.py with the arm64
+# sysconfig data (compiler aarch64-linux-gnu-gcc, the aarch64 extension suffix) and
+# pkg-config looking at the arm64 .pc files only. Warnings are errors here, as
+# -Wall -Wextra clean is the rule.
+mkdir -p "$DIR/sysconfig"
+cp /usr/lib/python3.11/_sysconfigdata__aarch64-linux-gnu.py "$DIR/sysconfig/"
+echo "=== aarch64: cross build ==="
+PYTHONPATH=$DIR/sysconfig _PYTHON_HOST_PLATFORM=linux-aarch64 \
+    _PYTHON_SYSCONFIGDATA_NAME=_sysconfigdata__aarch64-linux-gnu \
+    PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig \
+    python setup.py -q build_ext --inplace --force --build-temp "$DIR/tmp" 2> "$DIR/build.log" \
+    || { cat "$DIR/build.log"; exit 1; }
+if grep -E "warning:|error:" "$DIR/build.log"; then
+    echo "aarch64: the cross build is not warning-free"; exit 1
+fi
+
+# ---- 5. the tests under emulation
+export PYTHONPATH=$SITE:$ROOT
+export OPENBLAS_NUM_THREADS=1   # NumPy's import spins its BLAS threads under qemu otherwise
+export PCB_AARCH64_EMULATED=1   # tests that need a real ARM core (timings) say so and skip
+"$PY" -c "import platform, pycipherbench as p; m = p.machine(); \
+print('aarch64:', platform.machine(), m['cpu_model'], m['cpu_flags'], 'TEA', m['tea_impl'], \
+[b['name'] for b in p.backends() if b['available']])"
+have_paths=0
+for a in "$@"; do case $a in -*) ;; *) have_paths=1 ;; esac; done
+if [ $have_paths -eq 1 ]; then  # test files given: one pytest run of exactly them
+    echo "=== aarch64: pytest $* (under $QEMU) ==="
+    rc=0
+    "$PY" -m pytest -q -p no:cacheprovider "$@" || rc=$?
+    echo "aarch64 stage: pytest exit $rc, $(( $(date +%s) - T0 )) s in all"
+    exit $rc
+fi
+# The CI subset, most telling first, one pytest run per file (options given are passed on):
+# the ARM tests (NEON vs the reference and the vectors, fingerprint, hw_aes=False), the
+# published vectors, the store and Tink formats (store round trips on aarch64). A file is started only while the stage is inside its budget
+# (PCB_AARCH64_BUDGET s, default 1500: CI's 90 minutes hold the rest); files left out are
+# named, never silently dropped.
+FILES=(test_arm test_vectors test_store_format test_tink_format)
+# Not yet seen passing under emulation here (issue 20's first session ran out of time
+# before they finished on a loaded machine): PCB_AARCH64_MORE=1 adds them.
+if [ -n "${PCB_AARCH64_MORE:-}" ]; then
+    FILES+=(test_store test_interop test_bad_input test_backends)
+fi
+BUDGET=${PCB_AARCH64_BUDGET:-1500}
+passed=0 failed=0 skipped=0 rc=0 left=()
+for f in "${FILES[@]}"; do
+    if [ $(( $(date +%s) - T0 )) -ge "$BUDGET" ]; then left+=("$f"); continue; fi
+    t1=$(date +%s)
+    echo "=== aarch64: tests/$f.py (under $QEMU) ==="
+    set +e
+    "$PY" -m pytest -q -p no:cacheprovider "$@" "tests/$f.py" 2>&1 | tee "$DIR/$f.log"
+    frc=${PIPESTATUS[0]}
+    set -e
+    last=$(tail -1 "$DIR/$f.log")
+    n() { echo "$last" | grep -oE "[0-9]+ $1" | grep -oE "^[0-9]+" || echo 0; }
+    passed=$(( passed + $(n passed) )); failed=$(( failed + $(n failed) + $(n error) ))
+    skipped=$(( skipped + $(n skipped) ))
+    [ "$frc" -eq 0 ] || rc=1
+    echo "aarch64: $f: exit $frc, $(( $(date +%s) - t1 )) s"
+done
+echo "aarch64 stage: $(( $(date +%s) - T0 )) s; files left out by the ${BUDGET} s budget: ${left[*]:-none}"
+echo "aarch64: $passed passed, $failed failed, $skipped skipped"
+exit $rc
