@@ -10,6 +10,7 @@ from typing import Any
 
 from ._machine import machine
 from ._format import format_size_compact, format_table
+from ._output import OutputError, check_output, write_atomic, write_json_atomic, write_text_atomic
 from .experiments import (QUICK_NOTE, SPEED_GROUPS, SPEED_TIMING, STORE_TIMING, format_speed,
                           format_store, run_speed, store_points, warning_lines)
 
@@ -24,6 +25,11 @@ def cmd_speed(args: argparse.Namespace) -> int:
         sys.exit("error: --payload must be a positive multiple of 16 bytes (the NoPadding rows need whole blocks)")
     if args.threads < 1:
         sys.exit("error: --threads must be at least 1")
+    if args.json:
+        try:
+            check_output(args.json, what="--json", keep_existing=not args.force)
+        except OutputError as e:
+            return _fail("speed", e)
     if not _payload_ok(payload, args.yes):
         return 1
     if args.backend not in (None, "openssl") or args.threads != 1:
@@ -41,8 +47,7 @@ def cmd_speed(args: argparse.Namespace) -> int:
     if args.json:
         doc = {"machine": machine(), "payload": payload, "hw_aes": not args.no_hw_aes,
                "results": [m.to_dict() for m in results]}
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
+        write_json_atomic(args.json, doc)
         print(f"# Raw samples written to {os.fspath(args.json)}")
     return 130 if run.interrupted else 0
 
@@ -119,8 +124,7 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
         doc = {"machine": machine(), "payload": payload, "hw_aes": not args.no_hw_aes,
                "backends": names, "threads": args.threads,
                "results": [m.to_dict() for m in records]}
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
+        write_json_atomic(args.json, doc)
         print(f"# Raw samples written to {os.fspath(args.json)}")
     return 130 if run.interrupted else 0
 
@@ -228,12 +232,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from .sweep import sweep
 
     try:
+        check_output(args.out, what="--out", keep_existing=not (args.force or args.resume),
+                     override="--resume to continue it, --force")
         grid = parse_params(args.param or [])
         for name in ("repeats", "min_time", "warmup"):
             if getattr(args, name) is not None:
                 grid[name] = getattr(args, name)
         results = sweep(args.target, seed=args.seed, out=args.out, resume=args.resume,
-                        skip_invalid=args.skip_invalid, progress=not args.no_progress, **grid)
+                        skip_invalid=args.skip_invalid, progress=not args.no_progress,
+                        resume_hint="--resume", **grid)
     except (ValueError, TypeError) as e:
         return _fail("sweep", e)
     print(results.table())
@@ -284,14 +291,23 @@ def cmd_plot(args: argparse.Namespace) -> int:
     try:
         from . import plot
 
+        check_output(args.output, what="--output")
+        fmt = os.path.splitext(os.fspath(args.output))[1].lstrip(".").lower()
+        if fmt not in IMAGE_FORMATS:
+            raise ValueError(f"--output {os.fspath(args.output)!r}: expected a file name ending "
+                             f"in {', '.join('.' + f for f in IMAGE_FORMATS)}")
         results = load_results(args.results)
         kind = plot.choose_plot(results) if args.kind == "auto" else args.kind
         fig = plot.PLOTS[kind](results)
-        fig.savefig(args.output, dpi=args.dpi)
+        write_atomic(args.output, lambda f: fig.savefig(f, format=fmt, dpi=args.dpi), binary=True)
     except (OSError, ValueError, ImportError) as e:
         return _fail("plot", e)
     print(f"# {kind} plot of {os.fspath(args.results)} written to {os.fspath(args.output)}")
     return 0
+
+
+#: The image formats plot -o takes (matplotlib's, without the raw ones).
+IMAGE_FORMATS = ("png", "svg", "pdf", "jpg", "jpeg", "eps", "ps", "tif", "tiff", "webp")
 
 
 def cmd_store_inspect(args: argparse.Namespace) -> int:
@@ -300,21 +316,27 @@ def cmd_store_inspect(args: argparse.Namespace) -> int:
 
     from . import store
 
-    if len(args.action) != 2 or args.action[0] != "inspect":
-        return _fail("store", f"unknown arguments {' '.join(args.action)!r} "
-                              "(usage: pycipherbench store inspect FILE [--json OUT])")
+    usage = "usage: pycipherbench store inspect FILE [--json OUT|-]"
+    if args.action[0] != "inspect":
+        return _fail("store", f"unknown action {args.action[0]!r}: the only action is "
+                              f"'inspect' (without one, store measures; {usage})")
+    if len(args.action) != 2:
+        what = "needs the store FILE to describe" if len(args.action) == 1 else \
+            f"takes one FILE, not {len(args.action) - 1}"
+        return _fail("store inspect", f"{what} ({usage})")
     try:
+        if args.json and args.json != "-":
+            check_output(args.json, what="--json")
         info = store.inspect(args.action[1])
     except (ValueError, OSError) as e:
         return _fail("store inspect", e)
+    text = json.dumps(info.to_dict(), indent=2)
+    if args.json == "-":  # standard output holds the JSON only, so that it parses
+        print(text)
+        return 0
     print(info.describe())
     if args.json:
-        text = json.dumps(info.to_dict(), indent=2)
-        if args.json == "-":
-            print(text)
-        else:
-            with open(args.json, "w", encoding="utf-8") as f:
-                f.write(text + "\n")
+        write_text_atomic(args.json, text + "\n")
     return 0
 
 
@@ -329,6 +351,8 @@ def cmd_store(args: argparse.Namespace) -> int:
     if args.directory is not None:
         timing["directory"] = args.directory
     try:
+        if args.json:
+            check_output(args.json, what="--json", keep_existing=not args.force)
         points = store_points(n_keys, hw_aes=not args.no_hw_aes, min_time=timing["min_time"])
         results = run_points("store", points, timing, seed=args.seed, progress=not args.no_progress)
     except (ValueError, TypeError, OSError) as e:
@@ -348,6 +372,34 @@ def cmd_store(args: argparse.Namespace) -> int:
     return 0 if results.complete else 130
 
 
+def sweep_parameters_help() -> str:
+    """What ``sweep --help`` lists: each target's --param names with their defaults."""
+    import textwrap
+    import typing
+
+    from . import _options
+    from ._params import RUN_OPTIONS
+    from .sweep import SUBJECT, _signature
+
+    first = {"cipher": "a name of pycipherbench.ciphers(), e.g. AES/GCM/NoPadding",
+             "store": ", ".join(typing.get_args(_options.Workload))}
+    lines = textwrap.wrap("--param names and their defaults (--target cipher: the arguments of "
+                          "pycipherbench.measure(); --target store: of pycipherbench.store.bench()):",
+                          width=88)
+    for target in ("cipher", "store"):
+        shown = [f"{SUBJECT[target]} (required: {first[target]})"]
+        for name, default in _signature(target).items():
+            if name == SUBJECT[target] or name in RUN_OPTIONS[target] and name != "directory":
+                continue
+            shown.append(f"{name}={'default' if default is None else default}")
+        lines += textwrap.wrap(f"{target}: {'; '.join(shown)}", width=88,
+                               initial_indent="  ", subsequent_indent="    ")
+    lines += textwrap.wrap("'default': the target picks it per point (key_bits: the "
+                           "transformation's usual size). --repeats, --min-time and --warmup "
+                           "set the timing.", width=88)
+    return "\n".join(lines)
+
+
 def _add_sweep_commands(sub: Any) -> None:
     from .plot import PLOTS
 
@@ -356,7 +408,8 @@ def _add_sweep_commands(sub: Any) -> None:
         description="Sweep measure() (--target cipher) or store.bench() (--target store) "
                     "parameters. Each --param NAME=V1,V2,... is swept (cartesian product); "
                     "values that look like ints, floats or booleans are parsed as such. "
-                    "Parameters that do not apply to a point (rounds for AES) are dropped.")
+                    "Parameters that do not apply to a point (rounds for AES) are dropped.",
+        epilog=sweep_parameters_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     sw.add_argument("--param", action="append", metavar="NAME=V1,V2",
                     help="a parameter and its values (repeat for more parameters)")
     sw.add_argument("--target", choices=("cipher", "store"), default="cipher")
@@ -368,6 +421,8 @@ def _add_sweep_commands(sub: Any) -> None:
     sw.add_argument("--out", required=True, help="results file (JSON, saved after every point)")
     sw.add_argument("--resume", action="store_true",
                     help="keep the points --out already holds and measure the rest")
+    sw.add_argument("--force", action="store_true",
+                    help="replace an existing --out file (without it, an existing file is kept)")
     sw.add_argument("--skip-invalid", action="store_true",
                     help="skip points the target rejects instead of failing")
     sw.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -388,10 +443,10 @@ def _add_sweep_commands(sub: Any) -> None:
     cmp.set_defaults(func=cmd_compare)
 
     ra = sub.add_parser(
-        "ratio", help="paired ratio of two kinds of points of one sweep, with a 95% interval",
+        "ratio", help="paired ratio of two kinds of points of one sweep, with a 95%% interval",
         description="For points of one sweep that differ only in the given parameters: the "
                     "per-round ratio of their ns per operation (the rounds were interleaved, so "
-                    "a slow period hits both alike), its median and 95% interval. Example: "
+                    "a slow period hits both alike), its median and 95%% interval. Example: "
                     "pycipherbench ratio r.json --num key_encryption=siv --den key_encryption=none")
     ra.add_argument("results", help="results file (JSON) of a sweep")
     ra.add_argument("--num", action="append", metavar="NAME=VALUE", required=True,
@@ -404,8 +459,11 @@ def _add_sweep_commands(sub: Any) -> None:
                         description="Draw the plot that fits the swept parameters (or --kind).")
     pl.add_argument("results", help="results file (JSON)")
     pl.add_argument("-o", "--output", required=True, help="image file (.png, .svg, .pdf)")
-    pl.add_argument("--kind", choices=("auto", *PLOTS), default="auto")
-    pl.add_argument("--dpi", type=int, default=150)
+    pl.add_argument("--kind", choices=("auto", *PLOTS), default="auto", metavar="KIND",
+                    help="auto (default: the plot that fits what was swept) or one of "
+                         f"{', '.join(PLOTS)}")
+    pl.add_argument("--dpi", type=int, default=150,
+                    help="resolution of a .png in dots per inch (default 150)")
     pl.set_defaults(func=cmd_plot)
 
     st = sub.add_parser(
@@ -425,12 +483,19 @@ def _add_sweep_commands(sub: Any) -> None:
     st.add_argument("--seed", type=int, help="seed of the shuffled run order")
     st.add_argument("--json", metavar="FILE", help="also save the results (raw samples); with "
                     "inspect: the description as JSON ('-': standard output)")
+    st.add_argument("--force", action="store_true",
+                    help="replace an existing --json file (without it, an existing file is kept)")
     st.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     st.set_defaults(func=cmd_store)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pycipherbench", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="pycipherbench",
+        description="What symmetric encryption really costs, measured on this machine: cipher "
+                    "kernels (speed, sweep --target cipher), libraries (backends), an encrypted "
+                    "key-value store (store, sweep --target store), and their results files "
+                    "(compare, ratio, plot). 'pycipherbench COMMAND --help' says what each takes.")
     sub = parser.add_subparsers(dest="command", required=True)
     speed = sub.add_parser(
         "speed", help="the seed article's cipher speed table, measured on this machine",
@@ -443,6 +508,8 @@ def build_parser() -> argparse.ArgumentParser:
     speed.add_argument("--no-hw-aes", action="store_true",
                        help="hide AES-NI/PCLMULQDQ (ARM: AES/PMULL) from OpenSSL, as on a CPU without them")
     speed.add_argument("--json", metavar="FILE", help="also write every measurement with raw samples")
+    speed.add_argument("--force", action="store_true",
+                       help="replace an existing --json file (without it, an existing file is kept)")
     speed.add_argument("--yes", action="store_true",
                        help="do not ask before a large --payload (over 64 MiB)")
     speed.add_argument("--backend", metavar="NAME[,NAME]|all",

@@ -31,7 +31,15 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
-from scipy import stats as _scipy_stats  # type: ignore[import-untyped]  # no stubs
+
+
+def _scipy_stats() -> Any:
+    """:mod:`scipy.stats`, imported on first use: ``import pycipherbench`` stays light
+    (scipy.stats alone takes about a second to import)."""
+    from scipy import stats  # type: ignore[import-untyped]  # no stubs
+
+    return stats
+
 
 __all__ = [
     "CANARY_SLOWDOWN", "CPU_WALL_MIN", "DEFAULT_CONFIDENCE", "EXACT_LIMIT", "MAX_MIN_RATIO",
@@ -105,7 +113,7 @@ def mann_whitney_u(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndar
         return MannWhitney(n1 * n2 / 2.0, 1.0, "normal")
     ties = len(np.unique(combined)) < len(combined)
     exact = not ties and n1 * n2 <= EXACT_LIMIT
-    res = _scipy_stats.mannwhitneyu(a, b, alternative="two-sided", use_continuity=True,
+    res = _scipy_stats().mannwhitneyu(a, b, alternative="two-sided", use_continuity=True,
                                     method="exact" if exact else "asymptotic")
     return MannWhitney(float(res.statistic), float(res.pvalue), "exact" if exact else "normal")
 
@@ -166,7 +174,7 @@ def _ratio_strings(estimate: float, low: float, high: float) -> list[str]:
 def _median_ci_rank(n: int, confidence: float) -> int:
     """Largest k with 1 - 2 P(Bin(n, 1/2) <= k-1) >= confidence, or 1 when none reaches it."""
     ks = np.arange(1, (n + 1) // 2 + 1)
-    coverage = 1.0 - 2.0 * _scipy_stats.binom.cdf(ks - 1, n, 0.5)
+    coverage = 1.0 - 2.0 * _scipy_stats().binom.cdf(ks - 1, n, 0.5)
     reached = ks[coverage >= confidence - 1e-12]  # coverage falls as k grows
     return int(reached[-1]) if reached.size else 1
 
@@ -181,7 +189,7 @@ def median_ci_level(n: int, confidence: float = DEFAULT_CONFIDENCE) -> float:
         raise ValueError(f"median_ci_level needs a whole number of values n >= 1, got {n!r}")
     _check_confidence(confidence, "median_ci_level")
     k = _median_ci_rank(int(n), confidence)
-    return float(1.0 - 2.0 * _scipy_stats.binom.cdf(k - 1, int(n), 0.5))
+    return float(1.0 - 2.0 * _scipy_stats().binom.cdf(k - 1, int(n), 0.5))
 
 
 def median_ci(values: _Values, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:

@@ -52,6 +52,7 @@ from . import _core, _options
 from ._machine import machine
 from ._measure import check_kernel, measure
 from ._measure import plan as plan_kernel
+from ._output import check_output
 from ._params import RUN_OPTIONS, point_key
 from ._record import Record
 from ._rounds import DEFAULT_ROUNDS, Plan, Workers, run_plans
@@ -245,8 +246,10 @@ def run_points(
     out: PathLike | None = None,
     resume: bool | PathLike = False,
     grid: dict[str, Any] | None = None,
+    resume_hint: str = "resume=True",
 ) -> Results:
-    """Measure explicit points (already expanded) in interleaved rounds; see :func:`sweep`."""
+    """Measure explicit points (already expanded) in interleaved rounds; see :func:`sweep`.
+    ``resume_hint``: how the interrupted-run message says to resume (the CLI: --resume)."""
     _check_target(target)
     options = dict(options or {})
     repeats = options.get("repeats", DEFAULT_ROUNDS)
@@ -256,6 +259,8 @@ def run_points(
     prior = _prior_results(target, resume_path)
     if out is None and resume_path is not None:
         out = resume_path  # resume into the file we read
+    if out is not None:  # before measuring: a run must not end in a write that fails
+        check_output(out, what="out=")
     done: dict[tuple[Any, ...], tuple[dict[str, Any], Record]] = {}
     if prior is not None:  # only points with every round: partial ones are measured again
         done = {point_key(p): (p, m) for p, m in prior.items() if m.n_rounds >= repeats}
@@ -290,8 +295,9 @@ def run_points(
         results.save(out)
     if interrupted:
         kept = f"{run.rounds} of {repeats} rounds of every point" if run and run.rounds else "nothing"
-        where = f"; saved to {os.fspath(out)} (resume=True measures it again)" if out is not None else ""
-        print(f"pycipherbench.sweep interrupted: kept {kept}{where}", file=sys.stderr)
+        where = f"; saved to {os.fspath(out)} ({resume_hint} measures it again)" if out is not None else ""
+        print(f"{'sweep' if resume_hint.startswith('-') else 'pycipherbench.sweep'} interrupted: "
+              f"kept {kept}{where}", file=sys.stderr)
     return results
 
 
@@ -303,6 +309,7 @@ def sweep(
     out: PathLike | None = None,
     resume: bool | PathLike = False,
     skip_invalid: bool = False,
+    resume_hint: str = "resume=True",
     **grid: Any,
 ) -> Results:
     """Measure every point of a parameter grid; returns :class:`~pycipherbench.Results`.
@@ -354,4 +361,4 @@ def sweep(
         warnings.warn(f"skipping {len(invalid)} invalid point(s), e.g. {_label(invalid[0][0])}: "
                       f"{invalid[0][1]}", stacklevel=2)
     return run_points(target, valid, options, seed=seed, progress=progress, out=out,
-                      resume=resume, grid=lists)
+                      resume=resume, grid=lists, resume_hint=resume_hint)

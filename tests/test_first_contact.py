@@ -1,0 +1,230 @@
+"""What a new user meets first: --help of every command, light imports, output files
+checked before measuring and written atomically, files named in errors, name hints."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import pycipherbench as pcb
+from pycipherbench import _output, cli
+from pycipherbench._hwaes import python_command
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUBCOMMANDS = ("speed", "backends", "sweep", "compare", "ratio", "plot", "store")
+
+
+def run_cli(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(python_command("pycipherbench.cli", *args), capture_output=True,
+                          text=True, timeout=600, check=False, cwd=cwd)
+
+
+def run_python(code: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600, check=False, env=env, cwd=ROOT)
+
+
+def tiny_sweep(tmp_path, name: str = "r.json") -> str:
+    out = str(tmp_path / name)
+    pcb.sweep("cipher", transformation="AES/CTR/NoPadding", payload=[16, 64], repeats=2,
+              min_time=0.0005, warmup=0.0, progress=False, out=out)
+    return out
+
+
+# -- help
+
+def test_top_level_help_lists_every_command() -> None:
+    for flag in ("--help", "-h"):
+        proc = run_cli(flag)
+        assert proc.returncode == 0, proc.stderr
+        for name in SUBCOMMANDS:
+            assert name in proc.stdout
+
+
+def test_every_subcommand_help_works() -> None:
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert set(sub.choices) == set(SUBCOMMANDS)  # a new command gets its --help tested here
+    for name in SUBCOMMANDS:
+        proc = run_cli(name, "--help")
+        assert proc.returncode == 0, (name, proc.stderr)
+        assert proc.stdout.startswith("usage: pycipherbench " + name), proc.stdout
+        # every option of the parser is listed
+        for action in sub.choices[name]._actions:
+            for opt in action.option_strings:
+                assert opt in proc.stdout, (name, opt)
+
+
+def test_sweep_help_lists_each_targets_parameters_with_defaults() -> None:
+    from pycipherbench.sweep import _signature
+
+    out = run_cli("sweep", "--help").stdout
+    flat = " ".join(out.split())
+    for target in ("cipher", "store"):
+        for name, default in _signature(target).items():
+            if name in ("min_time", "repeats", "warmup", "stages"):
+                continue  # their own options (--min-time ...)
+            assert name in flat, name
+            if default is not None and name not in ("transformation", "workload"):
+                assert f"{name}={default}" in flat, name
+    assert "open_cold" in flat and "rotate_lazy" in flat  # the store workloads
+
+
+def test_plot_help_says_kinds_and_dpi_default() -> None:
+    out = " ".join(run_cli("plot", "--help").stdout.split())
+    assert "commit_apply" in out and "default 150" in out and "auto (default" in out
+
+
+def test_store_inspect_without_file_says_what_is_missing() -> None:
+    proc = run_cli("store", "inspect")
+    assert proc.returncode == 2
+    assert "needs the store FILE" in proc.stderr and "unknown arguments" not in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+# -- imports
+
+def test_import_loads_no_scipy_pandas_matplotlib() -> None:
+    code = ("import sys, pycipherbench, pycipherbench.cli as c; c.build_parser(); "
+            "import pycipherbench.results, pycipherbench.compare, pycipherbench.plot, "
+            "pycipherbench.stats, pycipherbench.store; "
+            "print([m for m in ('scipy', 'pandas', 'matplotlib') if m in sys.modules])")
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_a_statistic_loads_scipy_when_needed() -> None:
+    code = ("import sys, numpy as np; from pycipherbench import stats; "
+            "stats.mann_whitney_u(np.arange(8.0), np.arange(8.0) + 3); "
+            "print('scipy' in sys.modules)")
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True"
+
+
+# -- outputs checked before measuring
+
+@pytest.mark.parametrize("argv", [
+    ("speed", "--quick", "--json", "{missing}/x.json"),
+    ("store", "--quick", "--json", "{missing}/x.json"),
+    ("sweep", "--param", "transformation=AES/CTR/NoPadding", "--out", "{missing}/x.json"),
+])
+def test_output_in_a_missing_directory_fails_before_measuring(tmp_path, argv) -> None:
+    missing = str(tmp_path / "no-such-dir")
+    proc = run_cli(*(a.format(missing=missing) for a in argv))
+    assert proc.returncode == 2
+    assert "does not exist" in proc.stderr and missing in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""  # nothing was measured: no table
+
+
+@pytest.mark.parametrize("argv", [
+    ("speed", "--quick", "--json", "{path}"),
+    ("store", "--quick", "--json", "{path}"),
+    ("sweep", "--param", "transformation=AES/CTR/NoPadding", "--out", "{path}"),
+])
+def test_existing_results_file_is_kept_without_force(tmp_path, argv) -> None:
+    path = tmp_path / "old.json"
+    path.write_text('{"precious": 1}')
+    proc = run_cli(*(a.format(path=path) for a in argv))
+    assert proc.returncode == 2
+    assert "already exists" in proc.stderr and "--force" in proc.stderr
+    assert proc.stdout == ""
+    assert json.loads(path.read_text()) == {"precious": 1}
+
+
+def test_sweep_force_replaces_and_resume_continues(tmp_path) -> None:
+    path = tmp_path / "r.json"
+    path.write_text("{}")
+    base = ("sweep", "--param", "transformation=AES/CTR/NoPadding", "--param", "payload=16",
+            "--repeats", "2", "--min-time", "0.0005", "--warmup", "0", "--no-progress",
+            "--out", str(path))
+    proc = run_cli(*base, "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert len(pcb.load_results(path)) == 1
+    proc = run_cli(*base[:3], "--param", "payload=16,32", *base[5:], "--resume")
+    assert proc.returncode == 0, proc.stderr
+    assert len(pcb.load_results(path)) == 2
+
+
+def test_check_output_refuses_directories_and_unwritable_dirs(tmp_path) -> None:
+    with pytest.raises(_output.OutputError, match="is a directory"):
+        _output.check_output(tmp_path)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        if os.access(ro, os.W_OK) and os.geteuid() == 0:
+            pytest.skip("root writes into a read-only directory")
+        with pytest.raises(_output.OutputError, match="cannot write"):
+            _output.check_output(ro / "x.json")
+    finally:
+        ro.chmod(0o700)
+
+
+def test_sweep_api_checks_out_before_measuring(tmp_path) -> None:
+    with pytest.raises(ValueError, match="does not exist"):
+        pcb.sweep("cipher", transformation="AES/CTR/NoPadding", payload=16, repeats=2,
+                  min_time=0.0005, progress=False, out=tmp_path / "missing" / "r.json")
+
+
+def test_atomic_write_leaves_the_old_file_when_writing_fails(tmp_path) -> None:
+    path = tmp_path / "r.json"
+    path.write_text("old")
+
+    def fail(f) -> None:
+        f.write("half")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        _output.write_atomic(path, fail)
+    assert path.read_text() == "old"
+    assert os.listdir(tmp_path) == ["r.json"]  # no temporary file left behind
+    _output.write_json_atomic(path, {"a": 1})
+    assert json.loads(path.read_text()) == {"a": 1}
+
+
+def test_plot_output_checked_before_drawing(tmp_path) -> None:
+    results = tiny_sweep(tmp_path)
+    proc = run_cli("plot", results, "-o", str(tmp_path / "x.gif"))
+    assert proc.returncode == 2 and ".png" in proc.stderr
+    proc = run_cli("plot", results, "-o", str(tmp_path / "nodir" / "x.png"))
+    assert proc.returncode == 2 and "does not exist" in proc.stderr
+    pytest.importorskip("matplotlib")
+    proc = run_cli("plot", results, "-o", str(tmp_path / "x.png"))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "x.png").read_bytes()[:4] == b"\x89PNG"
+
+
+# -- files named in errors
+
+@pytest.mark.parametrize("command", ["plot", "compare", "ratio"])
+def test_non_json_results_file_is_named(tmp_path, command) -> None:
+    bad = tmp_path / "notes.txt"
+    bad.write_text("not json\n")
+    good = tiny_sweep(tmp_path)
+    argv = {"plot": ("plot", str(bad), "-o", str(tmp_path / "x.png")),
+            "compare": ("compare", good, str(bad)),
+            "ratio": ("ratio", str(bad), "--num", "payload=64", "--den", "payload=16")}[command]
+    proc = run_cli(*argv)
+    assert proc.returncode == 2
+    assert str(bad) in proc.stderr and "not JSON" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_store_inspect_json_to_stdout_is_only_json(tmp_path) -> None:
+    from pycipherbench import store
+
+    path = tmp_path / "prefs.xml"
+    with store.open(path, master_key_file=tmp_path / "master.key") as s:
+        s.edit().put_string("k", "v").commit()
+    proc = run_cli("store", "inspect", str(path), "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert isinstance(doc, dict) and doc
