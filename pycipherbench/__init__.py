@@ -12,15 +12,14 @@ samples as NumPy arrays and the machine they were taken on.
 """
 
 import inspect as _inspect
-from typing import Any
+from typing import Any, Literal, overload
 
-from . import _core, _pybackends
+from . import _core, _names, _pybackends
 from ._core import (
     CipherBenchError,
     DecryptionError,
     OpenSSLError,
     UnsupportedCipherError,
-    ciphers,
 )
 from ._machine import machine
 from ._measure import Measurement, measure
@@ -35,16 +34,40 @@ def _is_py_backend(kwargs: dict[str, Any]) -> bool:
 # The "py:" libraries are dispatched here, before _core is called: the C core knows
 # only the C libraries (it imports no Python). Arguments pass through untouched, so a
 # C-library call raises exactly what _core raises.
+def _call(py: Any, c: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes:
+    try:
+        return py(*args, **kwargs) if _is_py_backend(kwargs) else c(*args, **kwargs)
+    except ValueError as e:  # an unknown name: add the nearest valid one
+        raise _names.explain_kernel_error(
+            e, args[0] if args else kwargs.get("transformation"), kwargs.get("backend")) from None
+
+
 def encrypt(*args: Any, **kwargs: Any) -> bytes:
-    if _is_py_backend(kwargs):
-        return _pybackends.encrypt(*args, **kwargs)
-    return _core.encrypt(*args, **kwargs)
+    return _call(_pybackends.encrypt, _core.encrypt, args, kwargs)
 
 
 def decrypt(*args: Any, **kwargs: Any) -> bytes:
-    if _is_py_backend(kwargs):
-        return _pybackends.decrypt(*args, **kwargs)
-    return _core.decrypt(*args, **kwargs)
+    return _call(_pybackends.decrypt, _core.decrypt, args, kwargs)
+
+
+@overload
+def ciphers(*, aliases: Literal[False] = False) -> list[str]: ...
+@overload
+def ciphers(*, aliases: Literal[True]) -> dict[str, str]: ...
+
+
+def ciphers(*, aliases: bool = False) -> list[str] | dict[str, str]:
+    """Canonical names of every transformation OpenSSL runs in this build.
+
+    ``aliases=True``: a dict from every other accepted spelling to the name it stands
+    for (``'AES/CBC/PKCS7Padding'`` -> ``'AES/CBC/PKCS5Padding'``, ``'3DES/...'`` and
+    ``'TripleDES/...'`` -> ``'DESede/...'``, ``'ChaCha20-Poly1305/None/NoPadding'``;
+    names match case-insensitively as well). A sweep folds an alias into its name:
+    ``PKCS7Padding`` and ``PKCS5Padding`` are one point, measured once.
+    """
+    if aliases:
+        return dict(_names.alias_table())
+    return _core.ciphers()
 
 
 def _signature(transformation: str, key: Any, data: Any, *, iv: Any = None, aad: Any = None,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from . import _core
+from . import _core, _names
 from ._format import format_size
 from ._record import Record, TableColumn
 from ._rounds import (DEFAULT_ROUNDS, KernelPoint, Plan, PointData, RunInfo, Workers,
@@ -99,15 +99,20 @@ class Measurement(Record):
         return [throughput, *super()._html_rows()]
 
 
-def check_kernel(transformation: str, **args: Any) -> None:
-    """The kernel's argument checks without preparing anything, for any backend."""
+def check_kernel(transformation: str, function: str = "measure", **args: Any) -> None:
+    """The kernel's argument checks without preparing anything, for any backend; errors
+    about names say the nearest valid one (``function``: whose argument it is)."""
     backend = args.get("backend", "openssl")
-    if isinstance(backend, str) and backend.startswith("py:"):
-        from ._pybackends import check
+    _names.check_transformation_arg(transformation, function)
+    try:
+        if isinstance(backend, str) and backend.startswith("py:"):
+            from ._pybackends import check
 
-        check(transformation, **args)
-    else:
-        _core.check_kernel(transformation, **args)
+            check(transformation, **args)
+        else:
+            _core.check_kernel(transformation, **args)
+    except ValueError as e:  # UnsupportedCipherError too: name what to write instead
+        raise _names.explain_kernel_error(e, transformation, backend) from None
 
 
 def plan(

@@ -63,8 +63,7 @@ def _replacing(path: PathLike, mode: str) -> Iterator[IO[Any]]:
     fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp",
                                dir=os.path.dirname(os.path.abspath(target)))
     try:
-        kwargs = {"encoding": "utf-8"} if "b" not in mode else {}
-        with os.fdopen(fd, mode, **kwargs) as f:
+        with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -75,7 +74,8 @@ def _replacing(path: PathLike, mode: str) -> Iterator[IO[Any]]:
         raise
 
 
-def write_atomic(path: PathLike, write: Callable[[IO[Any]], None], *, binary: bool = False) -> None:
+def write_atomic(path: PathLike, write: Callable[[IO[Any]], object], *,
+                 binary: bool = False) -> None:
     """Call ``write(f)`` on a temporary file beside ``path``, then rename it onto ``path``."""
     with _replacing(path, "wb" if binary else "w") as f:
         write(f)

@@ -61,6 +61,7 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
     in one interleaved run; '-' where a backend lacks the row (at its default key)."""
     from . import backends
     from ._measure import check_kernel, plan
+    from ._names import nearest
     from ._rounds import Workers, run_plans
 
     known = {b["name"]: b for b in backends()}
@@ -70,7 +71,8 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
         names = [n.strip() for n in args.backend.split(",")] if args.backend else ["openssl"]
         for n in names:
             if n not in known:
-                sys.exit(f"error: unknown backend {n!r}; pycipherbench backends lists them")
+                hint = nearest(n, known)
+                sys.exit(f"error: unknown backend {n!r}{hint}; pycipherbench backends lists them")
             if not known[n]["available"]:
                 sys.exit(f"error: backend {n!r} is unavailable: {known[n]['missing']}")
     rows = [t for _, group in SPEED_GROUPS for t in group] + list(BACKEND_ROWS)
@@ -207,17 +209,18 @@ def parse_value(text: str, none: bool = True) -> Any:
     return text.strip()
 
 
-def parse_params(specs: list[str], none: bool = True) -> dict[str, Any]:
+def parse_params(specs: list[str], none: bool = True, flag: str = "--param") -> dict[str, Any]:
     """['payload=16,256', 'op=enc'] -> {'payload': [16, 256], 'op': 'enc'} (one value: a scalar).
-    ``none``: "none" means None (a sweep's default), else it is the text (a value to match)."""
+    ``none``: "none" means None (a sweep's default), else it is the text (a value to match).
+    ``flag``: the option the specs came from, as errors name it."""
     grid: dict[str, Any] = {}
     for spec in specs:
         name, sep, values = spec.partition("=")
         name = name.strip().replace("-", "_")
         if not sep or not name or not values:
-            raise ValueError(f"--param {spec!r}: expected NAME=VALUE[,VALUE...]")
+            raise ValueError(f"{flag} {spec!r}: expected NAME=VALUE[,VALUE...]")
         if name in grid:
-            raise ValueError(f"--param {name} given twice; list every value in one --param")
+            raise ValueError(f"{flag} {name} given twice; list every value in one {flag}")
         parsed = [parse_value(v, none) for v in values.split(",")]
         grid[name] = parsed if len(parsed) > 1 else parsed[0]
     return grid
@@ -260,6 +263,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                  allow_different_machines=args.allow_different_machines)
     except (OSError, ValueError) as e:
         return _fail("compare", e)
+    if not len(comparison):
+        return _fail("compare", f"no point of {os.fspath(args.new)} matches one of the baseline "
+                                f"{os.fspath(args.baseline)}: {comparison.unmatched_reason(cli=True)}")
     print(f"# {os.fspath(args.new)} vs the baseline {os.fspath(args.baseline)}: "
           f"{len(comparison)} matched points")
     print(comparison.table())
@@ -271,7 +277,8 @@ def cmd_ratio(args: argparse.Namespace) -> int:
 
     try:
         results = load_results(args.results)
-        num, den = parse_params(args.num or [], none=False), parse_params(args.den or [], none=False)
+        num = parse_params(args.num or [], none=False, flag="--num")
+        den = parse_params(args.den or [], none=False, flag="--den")
         found = results.ratio(num, den)
     except (OSError, ValueError, TypeError) as e:
         return _fail("ratio", e)

@@ -48,7 +48,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import _core, _options
+from . import _core, _names, _options
 from ._machine import machine
 from ._measure import check_kernel, measure
 from ._measure import plan as plan_kernel
@@ -128,7 +128,9 @@ def _split(target: str, grid: dict[str, Any]) -> tuple[dict[str, list[Any]], dic
     known = _signature(target)
     unknown = sorted(set(grid) - set(known))
     if unknown:
-        raise TypeError(f"unknown {target} parameter(s) {', '.join(unknown)}; "
+        hints = "".join(_names.nearest(u, known).replace("; did you mean", f"; {u}: did you mean")
+                        for u in unknown)
+        raise TypeError(f"unknown {target} parameter(s) {', '.join(unknown)}{hints}; "
                         f"known: {', '.join(known)}")
     subject = SUBJECT[target]
     if subject not in grid:
@@ -146,9 +148,8 @@ def _split(target: str, grid: dict[str, Any]) -> tuple[dict[str, list[Any]], dic
         values = [_plain(v) for v in value] if is_list else [_plain(value)]
         if not values:
             raise ValueError(f"{name}= is an empty list: nothing to sweep")
-        if target == "cipher" and name == "transformation":
-            canon = _canonical_names()
-            values = [canon.get(str(v).lower(), v) for v in values]
+        if target == "cipher" and name == "transformation":  # aliases folded: one point
+            values = list(dict.fromkeys(_names.canonical(v) or v for v in values))
         lists[name] = values
     return lists, options
 
@@ -194,12 +195,15 @@ def _validate(target: str, point: dict[str, Any], options: dict[str, Any]) -> No
     _core.check_timing(timing.get("min_time", 0.05), timing.get("repeats", DEFAULT_ROUNDS),
                        -1.0 if warmup is None else warmup)
     if target == "cipher":
-        check_kernel(kwargs.pop("transformation"), **kwargs)
+        check_kernel(kwargs.pop("transformation"), "sweep", **kwargs)
     else:  # the point parameters the C kernel takes
         c_params = _options.for_call("kernel")
-        _core.check_store_bench(kwargs.pop("workload"),
-                                **{k: v for k, v in kwargs.items()
-                                   if k in c_params and not c_params[k].run})
+        workload = kwargs.pop("workload")
+        try:
+            _core.check_store_bench(workload, **{k: v for k, v in kwargs.items()
+                                                 if k in c_params and not c_params[k].run})
+        except ValueError as e:
+            raise _names.explain_workload_error(e, workload) from None
 
 
 def _plan(target: str, point: dict[str, Any], options: dict[str, Any], workers: Workers) -> Plan:

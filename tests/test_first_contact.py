@@ -228,3 +228,114 @@ def test_store_inspect_json_to_stdout_is_only_json(tmp_path) -> None:
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert isinstance(doc, dict) and doc
+
+
+# -- names: the nearest valid one
+
+@pytest.mark.parametrize("name, hint", [
+    ("AES/GCM/NoPading", "did you mean 'AES/GCM/NoPadding'?"),
+    (" AES/GCM/NoPadding", "spaces around it: write 'AES/GCM/NoPadding'"),
+    ("aes-128-gcm", "'AES/GCM/NoPadding' with a 16-byte key (key_bits=128)"),
+    ("aes-256-cbc", "'AES/CBC/PKCS5Padding'"),
+    ("DESede", "'DESede/ECB/NoPadding'"),
+    ("3DES", "'DESede/CBC/PKCS5Padding'"),
+    ("ChaCha20", "'ChaCha20-Poly1305'"),
+])
+def test_unknown_transformation_names_the_nearest(name, hint) -> None:
+    for call in (lambda: pcb.measure(name, payload=16, repeats=2),
+                 lambda: pcb.encrypt(name, b"k" * 16, b"data", iv=b"i" * 12),
+                 lambda: pcb.encrypt(name, b"k" * 16, b"data", iv=b"i" * 12,
+                                     backend="py:cryptography")):
+        with pytest.raises(pcb.UnsupportedCipherError) as info:
+            call()
+        assert hint in str(info.value), str(info.value)
+        assert str(info.value).startswith("unknown transformation")
+
+
+def test_measure_non_string_names_measures_argument() -> None:
+    with pytest.raises(TypeError) as info:
+        pcb.measure(123)  # type: ignore[arg-type]
+    text = str(info.value)
+    assert "measure()" in text and "'transformation'" in text and "int" in text
+    assert "Kernel()" not in text
+
+
+def test_unknown_backend_names_the_nearest() -> None:
+    with pytest.raises(ValueError, match=r"did you mean 'openssl'\?"):
+        pcb.measure("AES/GCM/NoPadding", backend="opensl", payload=16)
+    proc = run_cli("speed", "--quick", "--backend", "sodiun")
+    assert proc.returncode != 0 and "did you mean 'sodium'?" in proc.stderr
+
+
+def test_missing_transformation_lists_python_libraries_too() -> None:
+    from pycipherbench._pybackends import SUPPORTS
+
+    have = [n for n, ts in SUPPORTS.items() if "XChaCha20-Poly1305" in ts]
+    assert have  # pycryptodome and pynacl run it
+    with pytest.raises(pcb.UnsupportedCipherError) as info:
+        pcb.measure("XChaCha20-Poly1305", payload=16)
+    for name in have:
+        assert name in str(info.value)
+
+
+def test_unknown_sweep_parameter_and_workload_name_the_nearest() -> None:
+    with pytest.raises(TypeError, match=r"paylod: did you mean 'payload'\?"):
+        pcb.sweep("cipher", transformation="AES/GCM/NoPadding", paylod=[16])
+    with pytest.raises(ValueError, match=r"did you mean 'get'\?"):
+        pcb.store.bench("gett")
+    with pytest.raises(ValueError, match=r"did you mean 'commit'\?"):
+        pcb.sweep("store", workload=["comit"])
+
+
+def test_alias_table_is_what_the_core_accepts() -> None:
+    table = pcb.ciphers(aliases=True)
+    assert table["AES/CBC/PKCS7Padding"] == "AES/CBC/PKCS5Padding"
+    assert table["3DES/ECB/PKCS5Padding"] == "DESede/ECB/PKCS5Padding"
+    assert table["TripleDES/CBC/NoPadding"] == "DESede/CBC/NoPadding"
+    assert table["ChaCha20-Poly1305/None/NoPadding"] == "ChaCha20-Poly1305"
+    listed = set(pcb.ciphers())
+    for alias, name in table.items():
+        assert alias not in listed
+        if name in listed:  # OpenSSL runs it: the core takes the alias, as the same kernel
+            from pycipherbench import _core
+
+            _core.check_kernel(alias)
+            _core.check_kernel(alias.upper())
+
+
+def test_sweep_folds_aliases_into_one_point() -> None:
+    r = pcb.sweep("cipher", transformation=["AES/CBC/PKCS7Padding", "AES/CBC/PKCS5Padding",
+                                            "aes/cbc/pkcs5padding"],
+                  payload=16, repeats=2, min_time=0.0005, warmup=0.0, progress=False)
+    assert len(r) == 1
+    assert r.params[0]["transformation"] == "AES/CBC/PKCS5Padding"
+
+
+# -- compare and ratio as the tables print them
+
+def test_compare_with_no_matched_points_names_the_parameters(tmp_path) -> None:
+    a = tiny_sweep(tmp_path, "a.json")
+    b = str(tmp_path / "b.json")
+    pcb.sweep("cipher", transformation="AES/CTR/NoPadding", payload=[16, 64], op="dec",
+              repeats=2, min_time=0.0005, warmup=0.0, progress=False, out=b)
+    proc = run_cli("compare", a, b)
+    assert proc.returncode != 0
+    assert "op" in proc.stderr and "--ignore op" in proc.stderr
+    assert "ignore=" not in proc.stderr  # the CLI's words, not Python's
+    proc = run_cli("compare", a, b, "--ignore", "op")
+    assert proc.returncode == 0, proc.stderr
+    assert "2 matched points" in proc.stdout
+
+
+def test_ratio_matches_values_as_printed_and_blames_the_right_option(tmp_path) -> None:
+    out = str(tmp_path / "r.json")
+    pcb.sweep("cipher", transformation="AES/CTR/NoPadding", payload=16, op=["enc", "dec"],
+              repeats=2, min_time=0.0005, warmup=0.0, progress=False, out=out)
+    proc = run_cli("ratio", out, "--num", "op=ENC", "--den", "op=DEC")
+    assert proc.returncode == 0, proc.stderr
+    assert "x [" in proc.stdout
+    proc = run_cli("ratio", out, "--num", "payload16", "--den", "op=dec")
+    assert proc.returncode == 2
+    assert "--num 'payload16'" in proc.stderr and "--param" not in proc.stderr
+    proc = run_cli("ratio", out, "--num", "op=enc", "--den", "opp=dec")
+    assert proc.returncode == 2 and "did you mean 'op'?" in proc.stderr
