@@ -54,9 +54,11 @@ def decrypt(*args: Any, **kwargs: Any) -> bytes:
 def ciphers(*, aliases: Literal[False] = False) -> list[str]: ...
 @overload
 def ciphers(*, aliases: Literal[True]) -> dict[str, str]: ...
+@overload
+def ciphers(*, aliases: bool) -> list[str] | dict[str, str]: ...
 
 
-def ciphers(*, aliases: bool = False) -> list[str] | dict[str, str]:
+def ciphers(*args: Any, aliases: bool = False) -> list[str] | dict[str, str]:
     """Canonical names of every transformation OpenSSL runs in this build.
 
     ``aliases=True``: a dict from every other accepted spelling to the name it stands
@@ -65,6 +67,11 @@ def ciphers(*, aliases: bool = False) -> list[str] | dict[str, str]:
     names match case-insensitively as well). A sweep folds an alias into its name:
     ``PKCS7Padding`` and ``PKCS5Padding`` are one point, measured once.
     """
+    if args:
+        raise TypeError(f"ciphers() takes no arguments but the keyword aliases=; got "
+                        f"{len(args)} positional")
+    if not isinstance(aliases, bool):
+        raise TypeError(f"ciphers(aliases=) must be a bool, not {type(aliases).__name__}")
     if aliases:
         return dict(_names.alias_table())
     return _core.ciphers()

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from . import _core, _names
+from ._cost import PayloadCostWarning, payload_cost
 from ._format import format_size
 from ._record import Record, TableColumn
 from ._rounds import (DEFAULT_ROUNDS, KernelPoint, Plan, PointData, RunInfo, Workers,
@@ -220,8 +222,14 @@ def measure(
         warmup: seconds of warm-up before calibrating (default: min_time).
         progress: a progress bar on stderr.
 
-    Ctrl-C stops it within about ``min_time`` (KeyboardInterrupt).
+    Ctrl-C stops it within about ``min_time`` (KeyboardInterrupt). A payload over
+    64 MiB warns (:class:`~pycipherbench._cost.PayloadCostWarning`) with the memory and
+    least time the run takes, and is refused when its buffers exceed half the RAM.
     """
+    if type(payload) is int and type(threads) is int and type(repeats) is int:
+        note = payload_cost([(payload, threads)], repeats, what="payload")
+        if note:
+            warnings.warn(note, PayloadCostWarning, stacklevel=2)
     with Workers() as workers:
         p = plan(transformation, op=op, payload=payload, key_bits=key_bits, rounds=rounds,
                  scope=scope, iv_len=iv_len, hw_aes=hw_aes, backend=backend, threads=threads,

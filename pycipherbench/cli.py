@@ -6,17 +6,24 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from typing import Any
 
 from ._machine import machine
+from ._cost import PayloadCostError, PayloadCostWarning
 from ._format import format_size_compact, format_table
 from ._output import OutputError, check_output, write_atomic, write_json_atomic, write_text_atomic
 from .experiments import (QUICK_NOTE, SPEED_GROUPS, SPEED_TIMING, STORE_TIMING, format_speed,
-                          format_store, run_speed, store_points, warning_lines)
+                          format_store, machine_line, run_speed, store_points, warning_lines)
 
 # Moved to .experiments; still importable from here (notebooks/encrypted_store.ipynb does).
 from .experiments import (  # noqa: F401
     APPLY_MIN_TIME_SCALE, RATIO_AES, RATIO_TEAS, STORE_OPS)
+
+
+def rounds_text(n: int) -> str:
+    """'1 complete round', '3 complete rounds'."""
+    return f"{n} complete round{'' if n == 1 else 's'}"
 
 
 def cmd_speed(args: argparse.Namespace) -> int:
@@ -42,7 +49,7 @@ def cmd_speed(args: argparse.Namespace) -> int:
     if args.quick:
         print(f"# {QUICK_NOTE}")
     if run.interrupted:
-        print(f"# Interrupted (Ctrl-C) after {run.rounds} complete rounds: the figures above "
+        print(f"# Interrupted (Ctrl-C) after {rounds_text(run.rounds)}: the figures above "
               "are from those rounds only.")
     if args.json:
         doc = {"machine": machine(), "payload": payload, "hw_aes": not args.no_hw_aes,
@@ -118,8 +125,9 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
     print("# -: the backend lacks the row at its default key size (pycipherbench backends);"
           " py: columns time the Python call a program makes")
     print(f"# Median of {records[0].n_rounds} rounds, every cell sampled once per round.")
-    for line in warning_lines(records):
+    for line in warning_lines(records, noun="cells"):
         print(line)
+    print(f"{machine_line(records[0].machine)}; {records[0].machine['openssl_version']}")
     if args.quick:
         print(f"# {QUICK_NOTE}")
     if args.json:
@@ -184,9 +192,23 @@ def _payload_ok(payload: int, yes: bool) -> bool:
     seconds = SPEED_TIMING[False]["repeats"] * 8 * payload / 25e6
     print(f"# --payload {payload / 2**20:.0f} MiB: about {memory / 2**30:.1f} GiB of buffers, "
           f"and the slowest rows alone take about {seconds / 60:.0f} min", file=sys.stderr)
-    if yes or not sys.stdin.isatty():
+    return _confirm(yes)
+
+
+def _confirm(yes: bool) -> bool:
+    """After a printed estimate: --yes goes on; a terminal is asked; without one (a
+    script, CI, a pipe) nobody can answer, so the run is refused rather than started
+    unasked for many minutes."""
+    if yes:
         return True
-    return input("Go on? [y/N] ").strip().lower() in ("y", "yes")
+    if not sys.stdin.isatty():
+        print("error: standard input is not a terminal, so nobody can answer: give --yes "
+              "to run it anyway", file=sys.stderr)
+        return False
+    try:
+        return input("Go on? [y/N] ").strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
 
 
 # -- sweep / compare / plot / store
@@ -241,16 +263,27 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for name in ("repeats", "min_time", "warmup"):
             if getattr(args, name) is not None:
                 grid[name] = getattr(args, name)
-        results = sweep(args.target, seed=args.seed, out=args.out, resume=args.resume,
-                        skip_invalid=args.skip_invalid, progress=not args.no_progress,
-                        resume_hint="--resume", **grid)
+        if args.target == "cipher":  # a large payload: the estimate, and ask (as speed does)
+            from .sweep import cost_of, expand_grid
+
+            note = cost_of("cipher", expand_grid("cipher", **grid), grid)
+            if note:
+                print(f"# {note}", file=sys.stderr)
+                if not _confirm(args.yes):
+                    return 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PayloadCostWarning)  # said above
+            results = sweep(args.target, seed=args.seed, out=args.out, resume=args.resume,
+                            skip_invalid=args.skip_invalid, progress=not args.no_progress,
+                            resume_hint="--resume", **grid)
     except (ValueError, TypeError) as e:
         return _fail("sweep", e)
     print(results.table())
     for line in warning_lines(results.measurements):
         print(line)
     state = "" if results.complete else " (interrupted: incomplete; --resume measures it again)"
-    print(f"# {len(results)} points written to {os.fspath(args.out)}{state}")
+    print(f"# {len(results)} point{'' if len(results) == 1 else 's'} written to "
+          f"{os.fspath(args.out)}{state}")
     return 0 if results.complete else 130
 
 
@@ -371,7 +404,7 @@ def cmd_store(args: argparse.Namespace) -> int:
     if args.quick:
         print(f"# {QUICK_NOTE}")
     if not results.complete:
-        print(f"# Interrupted (Ctrl-C) after {results.measurements[0].n_rounds} complete rounds: "
+        print(f"# Interrupted (Ctrl-C) after {rounds_text(results.measurements[0].n_rounds)}: "
               "the figures above are from those rounds only.")
     if args.json:
         results.save(args.json)
@@ -430,6 +463,8 @@ def _add_sweep_commands(sub: Any) -> None:
                     help="keep the points --out already holds and measure the rest")
     sw.add_argument("--force", action="store_true",
                     help="replace an existing --out file (without it, an existing file is kept)")
+    sw.add_argument("--yes", action="store_true",
+                    help="do not ask before payloads over 64 MiB (needed without a terminal)")
     sw.add_argument("--skip-invalid", action="store_true",
                     help="skip points the target rejects instead of failing")
     sw.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -518,7 +553,8 @@ def build_parser() -> argparse.ArgumentParser:
     speed.add_argument("--force", action="store_true",
                        help="replace an existing --json file (without it, an existing file is kept)")
     speed.add_argument("--yes", action="store_true",
-                       help="do not ask before a large --payload (over 64 MiB)")
+                       help="do not ask before a large --payload (over 64 MiB); without a "
+                            "terminal to ask, a large payload needs it")
     speed.add_argument("--backend", metavar="NAME[,NAME]|all",
                        help="the library or libraries to measure, one column each "
                             "(default openssl; all: every available one; see `pycipherbench backends`)")
@@ -536,7 +572,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message: Any, category: Any, filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """Warnings as the CLI's own lines on stderr (no file name and line of our code)."""
+    print(f"# WARNING: {message}", file=file or sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
+    warnings.showwarning = _show_warning
     args = build_parser().parse_args(argv)
     return int(args.func(args))
 

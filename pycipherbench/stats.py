@@ -137,6 +137,14 @@ def _check_confidence(confidence: float, func: str) -> None:
         raise ValueError(f"{func} needs a confidence between 0 and 1 (exclusive), got {confidence!r}")
 
 
+def _slower(slowdown: float) -> str:
+    """A slowdown (time / best time - 1) as people say it: 0.3 -> '30% slower', 3.66 ->
+    '4.7x slower' (a percentage over 100% reads as a typo)."""
+    if slowdown < 1.0:
+        return f"{_pct(slowdown)} slower"
+    return f"{1.0 + slowdown:.1f}x slower"
+
+
 def _pct(fraction: float) -> str:
     """A fraction as a percentage with about two significant digits: 0.123 -> '12%', 0.0123 -> '1.2%',
     0.005 -> '0.5%'."""
@@ -534,7 +542,7 @@ def instability_warnings(*, rounds_ns: _Values, cpu_ns: _Values | None = None,
         slowdown = canary / best - 1.0
         k = int(np.count_nonzero(slowdown > CANARY_SLOWDOWN))
         if k:
-            out.append(f"The machine ran up to {_pct(float(slowdown.max()))} slower than its best "
+            out.append(f"The machine ran up to {_slower(float(slowdown.max()))} than its best "
                        f"during {_rounds_of(k, n)} (a fixed add chain timed beside the kernel).")
 
     if ci is not None:

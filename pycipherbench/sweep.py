@@ -49,6 +49,7 @@ from typing import Any, Literal
 import numpy as np
 
 from . import _core, _names, _options
+from ._cost import PayloadCostWarning, payload_cost
 from ._machine import machine
 from ._measure import check_kernel, measure
 from ._measure import plan as plan_kernel
@@ -305,6 +306,17 @@ def run_points(
     return results
 
 
+def cost_of(target: str, points: Sequence[dict[str, Any]], options: dict[str, Any]) -> str:
+    """What the cipher points' large payloads cost ('' when none is large; raises
+    PayloadCostError when their buffers exceed half the RAM): see :mod:`._cost`."""
+    if target != "cipher":
+        return ""
+    defaults = _signature("cipher")
+    return payload_cost([(p.get("payload", defaults["payload"]), p.get("threads", 1))
+                         for p in points], options.get("repeats", DEFAULT_ROUNDS),
+                        what="payload")
+
+
 def sweep(
     target: Target,
     *,
@@ -364,5 +376,8 @@ def sweep(
     if invalid:
         warnings.warn(f"skipping {len(invalid)} invalid point(s), e.g. {_label(invalid[0][0])}: "
                       f"{invalid[0][1]}", stacklevel=2)
+    note = cost_of(target, valid, options)
+    if note:
+        warnings.warn(note, PayloadCostWarning, stacklevel=2)
     return run_points(target, valid, options, seed=seed, progress=progress, out=out,
                       resume=resume, grid=lists, resume_hint=resume_hint)

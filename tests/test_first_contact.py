@@ -339,3 +339,92 @@ def test_ratio_matches_values_as_printed_and_blames_the_right_option(tmp_path) -
     assert "--num 'payload16'" in proc.stderr and "--param" not in proc.stderr
     proc = run_cli("ratio", out, "--num", "op=enc", "--den", "opp=dec")
     assert proc.returncode == 2 and "did you mean 'op'?" in proc.stderr
+
+
+# -- large payloads: an estimate first, a refusal when it cannot fit
+
+def test_payload_cost_estimates_and_refuses() -> None:
+    from pycipherbench import _cost
+
+    assert _cost.payload_cost([(4096, 1)], 10) == ""
+    note = _cost.payload_cost([(1 << 30, 1)], 10, ram=64 << 30)
+    assert "1,024 MiB" in note and "2.0 GiB" in note and "10 rounds" in note
+    with pytest.raises(_cost.PayloadCostError, match="more than half of this machine's 4.0 GiB"):
+        _cost.payload_cost([(1 << 30, 1), (1 << 30, 1)], 10, ram=4 << 30)
+
+
+def test_measure_and_sweep_refuse_buffers_beyond_memory() -> None:
+    from pycipherbench._cost import PayloadCostError, physical_memory
+
+    threads = max(2, 2 * physical_memory() // (1 << 30) // 2 + 2)  # buffers > half the RAM
+    with pytest.raises(PayloadCostError):
+        pcb.measure("AES/CTR/NoPadding", payload=1 << 30, threads=threads)
+    with pytest.raises(PayloadCostError):
+        pcb.sweep("cipher", transformation="AES/CTR/NoPadding", payload=1 << 30,
+                  threads=threads, progress=False)
+
+
+def test_large_payload_without_a_terminal_needs_yes(tmp_path) -> None:
+    for argv in (("speed", "--payload", str(128 << 20)),
+                 ("sweep", "--param", "transformation=AES/CTR/NoPadding", "--param",
+                  f"payload={128 << 20}", "--out", str(tmp_path / "big.json"))):
+        proc = subprocess.run(python_command("pycipherbench.cli", *argv), capture_output=True,
+                              text=True, timeout=600, check=False, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 1, proc.stderr
+        assert "128 MiB" in proc.stderr and "--yes" in proc.stderr
+        assert proc.stdout == ""  # nothing measured
+    assert not (tmp_path / "big.json").exists()
+
+
+# -- wording
+
+def test_slowdown_over_100_percent_reads_as_a_factor() -> None:
+    from pycipherbench.stats import instability_warnings
+
+    steady = [100.0] * 10
+    canary = [10.0] * 9 + [46.6]
+    text = " ".join(instability_warnings(rounds_ns=steady, canary_ns=canary, canary_best_ns=10.0))
+    assert "4.7x slower than its best" in text and "%" not in text.split("slower")[0][-8:]
+    canary = [10.0] * 9 + [13.0]
+    text = " ".join(instability_warnings(rounds_ns=steady, canary_ns=canary, canary_best_ns=10.0))
+    assert "30% slower than its best" in text
+
+
+def test_rounds_and_points_singular() -> None:
+    assert cli.rounds_text(1) == "1 complete round"
+    assert cli.rounds_text(3) == "3 complete rounds"
+
+
+def test_interrupted_sweep_message_uses_cli_words(tmp_path, capsys, monkeypatch) -> None:
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sys.modules["pycipherbench.sweep"], "run_plans", interrupted)
+    out = str(tmp_path / "r.json")
+    rc = cli.main(["sweep", "--param", "transformation=AES/CTR/NoPadding", "--param", "payload=16",
+                   "--repeats", "2", "--no-progress", "--out", out])
+    err = capsys.readouterr().err
+    assert rc == 130
+    assert "--resume" in err and "resume=True" not in err and "pycipherbench.sweep" not in err
+
+
+def test_backend_table_counts_cells_and_names_the_machine() -> None:
+    proc = run_cli("speed", "--quick", "--payload", "4096", "--backend", "openssl,sodium")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    rows = [line for line in out.splitlines() if line.split()[:1] and
+            line.split()[1:2] in (["ENC"], ["DEC"])]
+    cells = sum(1 for line in rows for c in line.split()[2:] if c != "-")
+    assert "# Machine: " in out
+    import re
+
+    counts = {int(m[1]) for m in re.finditer(r"\(\d+ of (\d+) (\w+)\)", out)}
+    assert counts <= {cells}, (counts, cells)
+    assert " rows)" not in out
+    assert "seed-000" not in out
+
+
+def test_store_table_says_no_internal_names(tmp_path) -> None:
+    proc = run_cli("store", "--quick", "--no-progress", "--directory", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "seed-000" not in proc.stdout and "# Machine: " in proc.stdout

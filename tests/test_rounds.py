@@ -196,7 +196,7 @@ def test_speed_interrupted_prints_the_rows_it_has(monkeypatch: pytest.MonkeyPatc
     rc = cli.main(["speed", "--quick", "--payload", "4096"])
     out = capsys.readouterr().out
     assert rc == 130
-    assert out.count(" KB/ms [") == 30 and "Interrupted (Ctrl-C) after 1 complete rounds" in out
+    assert out.count(" KB/ms [") == 30 and "Interrupted (Ctrl-C) after 1 complete round:" in out
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery")
