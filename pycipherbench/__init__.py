@@ -92,6 +92,7 @@ from .results import Results, load_results
 from .stats import Ratio
 from .sweep import sweep
 
+#: The package version, written only here (pyproject.toml reads it: dynamic = ["version"]).
 __version__ = "0.1.0"
 
 __all__ = [

@@ -41,6 +41,13 @@ def _scipy_stats() -> Any:
     return stats
 
 
+def load_scipy_stats() -> None:
+    """Import :mod:`scipy.stats` now: a run calls it before its rounds, so that the
+    statistics of its records (built at the end, or right after Ctrl-C) never wait for
+    the import."""
+    _scipy_stats()
+
+
 __all__ = [
     "CANARY_SLOWDOWN", "CPU_WALL_MIN", "DEFAULT_CONFIDENCE", "EXACT_LIMIT", "MAX_MIN_RATIO",
     "MIN_CI_HALF_WIDTH", "MIN_VERDICT_ROUNDS", "MannWhitney", "PREEMPTED_FRACTION", "Ratio",

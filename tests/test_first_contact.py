@@ -428,3 +428,77 @@ def test_store_table_says_no_internal_names(tmp_path) -> None:
     proc = run_cli("store", "--quick", "--no-progress", "--directory", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert "seed-000" not in proc.stdout and "# Machine: " in proc.stdout
+
+
+# -- plots: titles from the data, refusals, plain tick labels
+
+def test_throughput_title_names_the_cipher_and_backend(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    from pycipherbench import plot
+
+    titles = []
+    for t in ("AES/CTR/NoPadding", "ChaCha20-Poly1305"):
+        r = pcb.sweep("cipher", transformation=t, payload=[16, 64], repeats=2, min_time=0.0005,
+                      warmup=0.0, progress=False, backend=["openssl", "sodium"]
+                      if t == "ChaCha20-Poly1305" else "openssl")
+        titles.append(plot.plot_throughput(r).axes[0].get_title())
+    assert titles[0] == "Throughput vs payload: AES/CTR/NoPadding"
+    assert titles[1] == "Throughput vs payload: ChaCha20-Poly1305, by backend"
+
+
+def test_throughput_of_one_payload_refuses_clearly(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    out = str(tmp_path / "one.json")
+    pcb.sweep("cipher", transformation=["AES/CTR/NoPadding", "AES/GCM/NoPadding"], payload=4096,
+              repeats=2, min_time=0.0005, warmup=0.0, progress=False, out=out)
+    proc = run_cli("plot", out, "-o", str(tmp_path / "x.png"), "--kind", "throughput")
+    assert proc.returncode == 2
+    assert "same one (4 KiB)" in proc.stderr and "seed_table" in proc.stderr
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_store_axes_read_in_plain_numbers_and_words(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    from pycipherbench import plot
+
+    r = pcb.sweep("store", workload="get", n_keys=[100, 300, 600], repeats=2, min_time=0.001,
+                  warmup=0.0, progress=False, directory=str(tmp_path))
+    fig = plot.plot_store_latency(r)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    labels = [t.get_text() for axis in (ax.xaxis, ax.yaxis)
+              for t in (*axis.get_majorticklabels(), *axis.get_minorticklabels())]
+    assert labels and not any("times" in t or "^" in t or "\\mathdefault" in t for t in labels)
+    assert "n_keys" not in ax.get_title() and "n_keys" not in ax.get_xlabel()
+    assert "keys" in ax.get_title()
+
+
+def test_commit_apply_y_label_fits(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    from pycipherbench import plot
+
+    r = pcb.sweep("store", workload=["commit", "apply"], n_keys=100, repeats=2, min_time=0.001,
+                  warmup=0.0, progress=False, directory=str(tmp_path))
+    fig = plot.plot_commit_apply(r)
+    fig.canvas.draw()
+    label = fig.axes[0].yaxis.label
+    box = label.get_window_extent()
+    assert box.x0 >= 0 and box.y0 >= 0 and box.y1 <= fig.bbox.height
+
+
+# -- the version, written once
+
+def test_version_is_written_once() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        project = tomllib.load(f)
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "pycipherbench.__version__"}
+    from setuptools.config.pyprojecttoml import read_configuration
+
+    here = os.getcwd()
+    try:
+        os.chdir(ROOT)
+        assert read_configuration("pyproject.toml")["project"]["version"] == pcb.__version__
+    finally:
+        os.chdir(here)
