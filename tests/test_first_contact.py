@@ -353,15 +353,23 @@ def test_payload_cost_estimates_and_refuses() -> None:
         _cost.payload_cost([(1 << 30, 1), (1 << 30, 1)], 10, ram=4 << 30)
 
 
-def test_measure_and_sweep_refuse_buffers_beyond_memory() -> None:
-    from pycipherbench._cost import PayloadCostError, physical_memory
+def test_measure_and_sweep_refuse_buffers_beyond_memory(monkeypatch) -> None:
+    from pycipherbench import _cost
 
-    threads = max(2, 2 * physical_memory() // (1 << 30) // 2 + 2)  # buffers > half the RAM
-    with pytest.raises(PayloadCostError):
-        pcb.measure("AES/CTR/NoPadding", payload=1 << 30, threads=threads)
-    with pytest.raises(PayloadCostError):
-        pcb.sweep("cipher", transformation="AES/CTR/NoPadding", payload=1 << 30,
-                  threads=threads, progress=False)
+    # A machine of 1 GiB: a 1 GiB payload's 2 GiB of buffers exceed half of it. (Pretended,
+    # so that a regression allocates 2 GiB at worst, not more than this machine has.)
+    monkeypatch.setattr(_cost, "physical_memory", lambda: 1 << 30)
+    with pytest.raises(_cost.PayloadCostError, match="more than half of this machine's 1.0 GiB"):
+        pcb.measure("AES/CTR/NoPadding", payload=1 << 30)
+    with pytest.raises(_cost.PayloadCostError):
+        pcb.sweep("cipher", transformation="AES/CTR/NoPadding", payload=[1 << 29, 1 << 30],
+                  progress=False)
+
+
+def _limit_memory() -> None:  # a regression fails with MemoryError, not the OOM killer
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
 
 def test_large_payload_without_a_terminal_needs_yes(tmp_path) -> None:
@@ -369,7 +377,8 @@ def test_large_payload_without_a_terminal_needs_yes(tmp_path) -> None:
                  ("sweep", "--param", "transformation=AES/CTR/NoPadding", "--param",
                   f"payload={128 << 20}", "--out", str(tmp_path / "big.json"))):
         proc = subprocess.run(python_command("pycipherbench.cli", *argv), capture_output=True,
-                              text=True, timeout=600, check=False, stdin=subprocess.DEVNULL)
+                              text=True, timeout=300, check=False, stdin=subprocess.DEVNULL,
+                              preexec_fn=_limit_memory)
         assert proc.returncode == 1, proc.stderr
         assert "128 MiB" in proc.stderr and "--yes" in proc.stderr
         assert proc.stdout == ""  # nothing measured
