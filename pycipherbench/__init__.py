@@ -12,9 +12,9 @@ samples as NumPy arrays and the machine they were taken on.
 """
 
 import inspect as _inspect
-from typing import Any
+from typing import Any, Literal, overload
 
-from . import _core, _options, _pybackends
+from . import _core, _names, _options, _pybackends
 
 # The store options are declared once, in _options; the C parser takes them from there. (_core
 # imports no Python module: the package hands the table over.)
@@ -27,7 +27,6 @@ from ._core import (
     DecryptionError,
     OpenSSLError,
     UnsupportedCipherError,
-    ciphers,
 )
 from ._machine import machine
 from ._measure import Measurement, measure
@@ -42,16 +41,47 @@ def _is_py_backend(kwargs: dict[str, Any]) -> bool:
 # The "py:" libraries are dispatched here, before _core is called: the C core knows
 # only the C libraries (it imports no Python). Arguments pass through untouched, so a
 # C-library call raises exactly what _core raises.
+def _call(py: Any, c: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes:
+    try:
+        return py(*args, **kwargs) if _is_py_backend(kwargs) else c(*args, **kwargs)
+    except ValueError as e:  # an unknown name: add the nearest valid one
+        raise _names.explain_kernel_error(
+            e, args[0] if args else kwargs.get("transformation"), kwargs.get("backend")) from None
+
+
 def encrypt(*args: Any, **kwargs: Any) -> bytes:
-    if _is_py_backend(kwargs):
-        return _pybackends.encrypt(*args, **kwargs)
-    return _core.encrypt(*args, **kwargs)
+    return _call(_pybackends.encrypt, _core.encrypt, args, kwargs)
 
 
 def decrypt(*args: Any, **kwargs: Any) -> bytes:
-    if _is_py_backend(kwargs):
-        return _pybackends.decrypt(*args, **kwargs)
-    return _core.decrypt(*args, **kwargs)
+    return _call(_pybackends.decrypt, _core.decrypt, args, kwargs)
+
+
+@overload
+def ciphers(*, aliases: Literal[False] = False) -> list[str]: ...
+@overload
+def ciphers(*, aliases: Literal[True]) -> dict[str, str]: ...
+@overload
+def ciphers(*, aliases: bool) -> list[str] | dict[str, str]: ...
+
+
+def ciphers(*args: Any, aliases: bool = False) -> list[str] | dict[str, str]:
+    """Canonical names of every transformation OpenSSL runs in this build.
+
+    ``aliases=True``: a dict from every other accepted spelling to the name it stands
+    for (``'AES/CBC/PKCS7Padding'`` -> ``'AES/CBC/PKCS5Padding'``, ``'3DES/...'`` and
+    ``'TripleDES/...'`` -> ``'DESede/...'``, ``'ChaCha20-Poly1305/None/NoPadding'``;
+    names match case-insensitively as well). A sweep folds an alias into its name:
+    ``PKCS7Padding`` and ``PKCS5Padding`` are one point, measured once.
+    """
+    if args:
+        raise TypeError(f"ciphers() takes no arguments but the keyword aliases=; got "
+                        f"{len(args)} positional")
+    if not isinstance(aliases, bool):
+        raise TypeError(f"ciphers(aliases=) must be a bool, not {type(aliases).__name__}")
+    if aliases:
+        return dict(_names.alias_table())
+    return _core.ciphers()
 
 
 def _signature(transformation: str, key: Any, data: Any, *, iv: Any = None, aad: Any = None,
@@ -69,6 +99,7 @@ from .results import Results, load_results
 from .stats import Ratio
 from .sweep import sweep
 
+#: The package version, written only here (pyproject.toml reads it: dynamic = ["version"]).
 __version__ = "0.1.0"
 
 __all__ = [

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from . import _core
+from . import _core, _names
+from ._cost import PayloadCostWarning, payload_cost
 from ._format import format_size
 from ._record import Record, TableColumn
 from ._rounds import (DEFAULT_ROUNDS, KernelPoint, Plan, PointData, RunInfo, Workers,
@@ -124,15 +126,20 @@ def _thread_warnings(data: PointData, min_time: float, threads: int) -> tuple[st
             f"{max(10 * min_time, 0.05):g} s)",)
 
 
-def check_kernel(transformation: str, **args: Any) -> None:
-    """The kernel's argument checks without preparing anything, for any backend."""
+def check_kernel(transformation: str, function: str = "measure", **args: Any) -> None:
+    """The kernel's argument checks without preparing anything, for any backend; errors
+    about names say the nearest valid one (``function``: whose argument it is)."""
     backend = args.get("backend", "openssl")
-    if isinstance(backend, str) and backend.startswith("py:"):
-        from ._pybackends import check
+    _names.check_transformation_arg(transformation, function)
+    try:
+        if isinstance(backend, str) and backend.startswith("py:"):
+            from ._pybackends import check
 
-        check(transformation, **args)
-    else:
-        _core.check_kernel(transformation, **args)
+            check(transformation, **args)
+        else:
+            _core.check_kernel(transformation, **args)
+    except ValueError as e:  # UnsupportedCipherError too: name what to write instead
+        raise _names.explain_kernel_error(e, transformation, backend) from None
 
 
 def plan(
@@ -241,7 +248,14 @@ def measure(
         progress: a progress bar on stderr.
 
     Ctrl-C stops it within about 0.1 s, inside a long sample too (KeyboardInterrupt).
+    A payload over
+    64 MiB warns (:class:`~pycipherbench._cost.PayloadCostWarning`) with the memory and
+    least time the run takes, and is refused when its buffers exceed half the RAM.
     """
+    if type(payload) is int and type(threads) is int and type(repeats) is int:
+        note = payload_cost([(payload, threads)], repeats, what="payload")
+        if note:
+            warnings.warn(note, PayloadCostWarning, stacklevel=2)
     with Workers() as workers:
         p = plan(transformation, op=op, payload=payload, key_bits=key_bits, rounds=rounds,
                  scope=scope, iv_len=iv_len, hw_aes=hw_aes, backend=backend, threads=threads,

@@ -391,6 +391,9 @@ def record_fields(data: PointData, run: RunInfo, *, repeats: int) -> dict[str, A
 def run_plans(plans: Sequence[Plan], repeats: int, *, seed: int | None = None,
               progress: bool = False, desc: str = "rounds") -> tuple[list[Any], RunInfo]:
     """Runs the plans' points in interleaved rounds and builds their records."""
+    from .stats import load_scipy_stats
+
+    load_scipy_stats()  # before the rounds: building records after Ctrl-C must not wait for it
     run = run_rounds([p.point for p in plans], repeats, seed=seed, progress=progress, desc=desc)
     if run.rounds == 0:
         return [], run

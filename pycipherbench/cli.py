@@ -6,17 +6,25 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from typing import Any
 
 from ._machine import machine
+from ._cost import PayloadCostError, PayloadCostWarning
 from ._format import format_size_compact, format_table
 from ._interrupt import SaveGuard
+from ._output import OutputError, check_output, write_atomic, write_json_atomic, write_text_atomic
 from .experiments import (QUICK_NOTE, SPEED_GROUPS, SPEED_TIMING, STORE_TIMING, format_speed,
-                          format_store, run_speed, store_points, warning_lines)
+                          format_store, machine_line, run_speed, store_points, warning_lines)
 
 # Moved to .experiments; still importable from here (notebooks/encrypted_store.ipynb does).
 from .experiments import (  # noqa: F401
     APPLY_MIN_TIME_SCALE, RATIO_AES, RATIO_TEAS, STORE_OPS)
+
+
+def rounds_text(n: int) -> str:
+    """'1 complete round', '3 complete rounds'."""
+    return f"{n} complete round{'' if n == 1 else 's'}"
 
 
 def cmd_speed(args: argparse.Namespace) -> int:
@@ -25,6 +33,11 @@ def cmd_speed(args: argparse.Namespace) -> int:
         sys.exit("error: --payload must be a positive multiple of 16 bytes (the NoPadding rows need whole blocks)")
     if args.threads < 1:
         sys.exit("error: --threads must be at least 1")
+    if args.json:
+        try:
+            check_output(args.json, what="--json", keep_existing=not args.force)
+        except OutputError as e:
+            return _fail("speed", e)
     if not _payload_ok(payload, args.yes):
         return 1
     if args.backend not in (None, "openssl") or args.threads != 1:
@@ -45,13 +58,12 @@ def _speed_table(args: argparse.Namespace, payload: int) -> int:
         print(f"# Interrupted (Ctrl-C) during the first round: {len(results)} rows sampled once "
               "each, shown without an interval.")
     elif run.interrupted:
-        print(f"# Interrupted (Ctrl-C) after {run.rounds} complete rounds: the figures above "
+        print(f"# Interrupted (Ctrl-C) after {rounds_text(run.rounds)}: the figures above "
               "are from those rounds only.")
     if args.json:
         doc = {"machine": machine(), "payload": payload, "hw_aes": not args.no_hw_aes,
                "results": [m.to_dict() for m in results]}
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
+        write_json_atomic(args.json, doc)
         print(f"# Raw samples written to {os.fspath(args.json)}")
     return 130 if run.interrupted else 0
 
@@ -65,6 +77,7 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
     in one interleaved run; '-' where a backend lacks the row (at its default key)."""
     from . import backends
     from ._measure import check_kernel, plan
+    from ._names import nearest
     from ._rounds import Workers, run_plans
 
     known = {b["name"]: b for b in backends()}
@@ -74,7 +87,8 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
         names = [n.strip() for n in args.backend.split(",")] if args.backend else ["openssl"]
         for n in names:
             if n not in known:
-                sys.exit(f"error: unknown backend {n!r}; pycipherbench backends lists them")
+                hint = nearest(n, known)
+                sys.exit(f"error: unknown backend {n!r}{hint}; pycipherbench backends lists them")
             if not known[n]["available"]:
                 sys.exit(f"error: backend {n!r} is unavailable: {known[n]['missing']}")
     rows = [t for _, group in SPEED_GROUPS for t in group] + list(BACKEND_ROWS)
@@ -120,8 +134,9 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
     print("# -: the backend lacks the row at its default key size (pycipherbench backends);"
           " py: columns time the Python call a program makes")
     print(f"# Median of {records[0].n_rounds} rounds, every cell sampled once per round.")
-    for line in warning_lines(records):
+    for line in warning_lines(records, noun="cells"):
         print(line)
+    print(f"{machine_line(records[0].machine)}; {records[0].machine['openssl_version']}")
     floor_doc = _floor_table(args, names, timing) if not run.interrupted else None
     if args.quick:
         print(f"# {QUICK_NOTE}")
@@ -131,8 +146,7 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
                "results": [m.to_dict() for m in records]}
         if floor_doc is not None:
             doc["floor_multiples"] = floor_doc
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
+        write_json_atomic(args.json, doc)
         print(f"# Raw samples written to {os.fspath(args.json)}")
     return 130 if run.interrupted else 0
 
@@ -218,9 +232,23 @@ def _payload_ok(payload: int, yes: bool) -> bool:
     seconds = SPEED_TIMING[False]["repeats"] * 8 * payload / 25e6
     print(f"# --payload {payload / 2**20:.0f} MiB: about {memory / 2**30:.1f} GiB of buffers, "
           f"and the slowest rows alone take about {seconds / 60:.0f} min", file=sys.stderr)
-    if yes or not sys.stdin.isatty():
+    return _confirm(yes)
+
+
+def _confirm(yes: bool) -> bool:
+    """After a printed estimate: --yes goes on; a terminal is asked; without one (a
+    script, CI, a pipe) nobody can answer, so the run is refused rather than started
+    unasked for many minutes."""
+    if yes:
         return True
-    return input("Go on? [y/N] ").strip().lower() in ("y", "yes")
+    if not sys.stdin.isatty():
+        print("error: standard input is not a terminal, so nobody can answer: give --yes "
+              "to run it anyway", file=sys.stderr)
+        return False
+    try:
+        return input("Go on? [y/N] ").strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
 
 
 # -- sweep / compare / plot / store
@@ -243,17 +271,18 @@ def parse_value(text: str, none: bool = True) -> Any:
     return text.strip()
 
 
-def parse_params(specs: list[str], none: bool = True) -> dict[str, Any]:
+def parse_params(specs: list[str], none: bool = True, flag: str = "--param") -> dict[str, Any]:
     """['payload=16,256', 'op=enc'] -> {'payload': [16, 256], 'op': 'enc'} (one value: a scalar).
-    ``none``: "none" means None (a sweep's default), else it is the text (a value to match)."""
+    ``none``: "none" means None (a sweep's default), else it is the text (a value to match).
+    ``flag``: the option the specs came from, as errors name it."""
     grid: dict[str, Any] = {}
     for spec in specs:
         name, sep, values = spec.partition("=")
         name = name.strip().replace("-", "_")
         if not sep or not name or not values:
-            raise ValueError(f"--param {spec!r}: expected NAME=VALUE[,VALUE...]")
+            raise ValueError(f"{flag} {spec!r}: expected NAME=VALUE[,VALUE...]")
         if name in grid:
-            raise ValueError(f"--param {name} given twice; list every value in one --param")
+            raise ValueError(f"{flag} {name} given twice; list every value in one {flag}")
         parsed = [parse_value(v, none) for v in values.split(",")]
         grid[name] = parsed if len(parsed) > 1 else parsed[0]
     return grid
@@ -268,19 +297,33 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from .sweep import sweep
 
     try:
+        check_output(args.out, what="--out", keep_existing=not (args.force or args.resume),
+                     override="--resume to continue it, --force")
         grid = parse_params(args.param or [])
         for name in ("repeats", "min_time", "warmup"):
             if getattr(args, name) is not None:
                 grid[name] = getattr(args, name)
-        results = sweep(args.target, seed=args.seed, out=args.out, resume=args.resume,
-                        skip_invalid=args.skip_invalid, progress=not args.no_progress, **grid)
+        if args.target == "cipher":  # a large payload: the estimate, and ask (as speed does)
+            from .sweep import cost_of, expand_grid
+
+            note = cost_of("cipher", expand_grid("cipher", **grid), grid)
+            if note:
+                print(f"# {note}", file=sys.stderr)
+                if not _confirm(args.yes):
+                    return 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PayloadCostWarning)  # said above
+            results = sweep(args.target, seed=args.seed, out=args.out, resume=args.resume,
+                            skip_invalid=args.skip_invalid, progress=not args.no_progress,
+                            resume_hint="--resume", **grid)
     except (ValueError, TypeError) as e:
         return _fail("sweep", e)
     print(results.table())
     for line in warning_lines(results.measurements):
         print(line)
     state = "" if results.complete else " (interrupted: incomplete; --resume measures it again)"
-    print(f"# {len(results)} points written to {os.fspath(args.out)}{state}")
+    print(f"# {len(results)} point{'' if len(results) == 1 else 's'} written to "
+          f"{os.fspath(args.out)}{state}")
     return 0 if results.complete else 130
 
 
@@ -293,6 +336,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                  allow_different_machines=args.allow_different_machines)
     except (OSError, ValueError) as e:
         return _fail("compare", e)
+    if not len(comparison):
+        return _fail("compare", f"no point of {os.fspath(args.new)} matches one of the baseline "
+                                f"{os.fspath(args.baseline)}: {comparison.unmatched_reason(cli=True)}")
     print(f"# {os.fspath(args.new)} vs the baseline {os.fspath(args.baseline)}: "
           f"{len(comparison)} matched points")
     print(comparison.table())
@@ -304,7 +350,8 @@ def cmd_ratio(args: argparse.Namespace) -> int:
 
     try:
         results = load_results(args.results)
-        num, den = parse_params(args.num or [], none=False), parse_params(args.den or [], none=False)
+        num = parse_params(args.num or [], none=False, flag="--num")
+        den = parse_params(args.den or [], none=False, flag="--den")
         found = results.ratio(num, den)
     except (OSError, ValueError, TypeError) as e:
         return _fail("ratio", e)
@@ -325,14 +372,23 @@ def cmd_plot(args: argparse.Namespace) -> int:
     try:
         from . import plot
 
+        check_output(args.output, what="--output")
+        fmt = os.path.splitext(os.fspath(args.output))[1].lstrip(".").lower()
+        if fmt not in IMAGE_FORMATS:
+            raise ValueError(f"--output {os.fspath(args.output)!r}: expected a file name ending "
+                             f"in {', '.join('.' + f for f in IMAGE_FORMATS)}")
         results = load_results(args.results)
         kind = plot.choose_plot(results) if args.kind == "auto" else args.kind
         fig = plot.PLOTS[kind](results)
-        fig.savefig(args.output, dpi=args.dpi)
+        write_atomic(args.output, lambda f: fig.savefig(f, format=fmt, dpi=args.dpi), binary=True)
     except (OSError, ValueError, ImportError) as e:
         return _fail("plot", e)
     print(f"# {kind} plot of {os.fspath(args.results)} written to {os.fspath(args.output)}")
     return 0
+
+
+#: The image formats plot -o takes (matplotlib's, without the raw ones).
+IMAGE_FORMATS = ("png", "svg", "pdf", "jpg", "jpeg", "eps", "ps", "tif", "tiff", "webp")
 
 
 def cmd_store_inspect(args: argparse.Namespace) -> int:
@@ -341,21 +397,27 @@ def cmd_store_inspect(args: argparse.Namespace) -> int:
 
     from . import store
 
-    if len(args.action) != 2 or args.action[0] != "inspect":
-        return _fail("store", f"unknown arguments {' '.join(args.action)!r} "
-                              "(usage: pycipherbench store inspect FILE [--json OUT])")
+    usage = "usage: pycipherbench store inspect FILE [--json OUT|-]"
+    if args.action[0] != "inspect":
+        return _fail("store", f"unknown action {args.action[0]!r}: the only action is "
+                              f"'inspect' (without one, store measures; {usage})")
+    if len(args.action) != 2:
+        what = "needs the store FILE to describe" if len(args.action) == 1 else \
+            f"takes one FILE, not {len(args.action) - 1}"
+        return _fail("store inspect", f"{what} ({usage})")
     try:
+        if args.json and args.json != "-":
+            check_output(args.json, what="--json")
         info = store.inspect(args.action[1])
     except (ValueError, OSError) as e:
         return _fail("store inspect", e)
+    text = json.dumps(info.to_dict(), indent=2)
+    if args.json == "-":  # standard output holds the JSON only, so that it parses
+        print(text)
+        return 0
     print(info.describe())
     if args.json:
-        text = json.dumps(info.to_dict(), indent=2)
-        if args.json == "-":
-            print(text)
-        else:
-            with open(args.json, "w", encoding="utf-8") as f:
-                f.write(text + "\n")
+        write_text_atomic(args.json, text + "\n")
     return 0
 
 
@@ -383,6 +445,8 @@ def cmd_store(args: argparse.Namespace) -> int:
     if args.directory is not None:
         timing["directory"] = args.directory
     try:
+        if args.json:
+            check_output(args.json, what="--json", keep_existing=not args.force)
         points = store_points(n_keys, hw_aes=not args.no_hw_aes, min_time=timing["min_time"])
         results = run_points("store", points, timing, seed=args.seed, progress=not args.no_progress)
     except (ValueError, TypeError, OSError) as e:
@@ -394,12 +458,40 @@ def cmd_store(args: argparse.Namespace) -> int:
     if args.quick:
         print(f"# {QUICK_NOTE}")
     if not results.complete:
-        print(f"# Interrupted (Ctrl-C) after {results.measurements[0].n_rounds} complete rounds: "
+        print(f"# Interrupted (Ctrl-C) after {rounds_text(results.measurements[0].n_rounds)}: "
               "the figures above are from those rounds only.")
     if args.json:
         results.save(args.json)
         print(f"# Raw samples written to {os.fspath(args.json)}")
     return 0 if results.complete else 130
+
+
+def sweep_parameters_help() -> str:
+    """What ``sweep --help`` lists: each target's --param names with their defaults."""
+    import textwrap
+    import typing
+
+    from . import _options
+    from ._params import RUN_OPTIONS
+    from .sweep import SUBJECT, _signature
+
+    first = {"cipher": "a name of pycipherbench.ciphers(), e.g. AES/GCM/NoPadding",
+             "store": ", ".join(typing.get_args(_options.Workload))}
+    lines = textwrap.wrap("--param names and their defaults (--target cipher: the arguments of "
+                          "pycipherbench.measure(); --target store: of pycipherbench.store.bench()):",
+                          width=88)
+    for target in ("cipher", "store"):
+        shown = [f"{SUBJECT[target]} (required: {first[target]})"]
+        for name, default in _signature(target).items():
+            if name == SUBJECT[target] or name in RUN_OPTIONS[target] and name != "directory":
+                continue
+            shown.append(f"{name}={'default' if default is None else default}")
+        lines += textwrap.wrap(f"{target}: {'; '.join(shown)}", width=88,
+                               initial_indent="  ", subsequent_indent="    ")
+    lines += textwrap.wrap("'default': the target picks it per point (key_bits: the "
+                           "transformation's usual size). --repeats, --min-time and --warmup "
+                           "set the timing.", width=88)
+    return "\n".join(lines)
 
 
 def _add_sweep_commands(sub: Any) -> None:
@@ -410,7 +502,8 @@ def _add_sweep_commands(sub: Any) -> None:
         description="Sweep measure() (--target cipher) or store.bench() (--target store) "
                     "parameters. Each --param NAME=V1,V2,... is swept (cartesian product); "
                     "values that look like ints, floats or booleans are parsed as such. "
-                    "Parameters that do not apply to a point (rounds for AES) are dropped.")
+                    "Parameters that do not apply to a point (rounds for AES) are dropped.",
+        epilog=sweep_parameters_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     sw.add_argument("--param", action="append", metavar="NAME=V1,V2",
                     help="a parameter and its values (repeat for more parameters)")
     sw.add_argument("--target", choices=("cipher", "store"), default="cipher")
@@ -422,6 +515,10 @@ def _add_sweep_commands(sub: Any) -> None:
     sw.add_argument("--out", required=True, help="results file (JSON, saved after every point)")
     sw.add_argument("--resume", action="store_true",
                     help="keep the points --out already holds and measure the rest")
+    sw.add_argument("--force", action="store_true",
+                    help="replace an existing --out file (without it, an existing file is kept)")
+    sw.add_argument("--yes", action="store_true",
+                    help="do not ask before payloads over 64 MiB (needed without a terminal)")
     sw.add_argument("--skip-invalid", action="store_true",
                     help="skip points the target rejects instead of failing")
     sw.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -442,10 +539,10 @@ def _add_sweep_commands(sub: Any) -> None:
     cmp.set_defaults(func=cmd_compare)
 
     ra = sub.add_parser(
-        "ratio", help="paired ratio of two kinds of points of one sweep, with a 95% interval",
+        "ratio", help="paired ratio of two kinds of points of one sweep, with a 95%% interval",
         description="For points of one sweep that differ only in the given parameters: the "
                     "per-round ratio of their ns per operation (the rounds were interleaved, so "
-                    "a slow period hits both alike), its median and 95% interval. Example: "
+                    "a slow period hits both alike), its median and 95%% interval. Example: "
                     "pycipherbench ratio r.json --num key_encryption=siv --den key_encryption=none")
     ra.add_argument("results", help="results file (JSON) of a sweep")
     ra.add_argument("--num", action="append", metavar="NAME=VALUE", required=True,
@@ -458,8 +555,11 @@ def _add_sweep_commands(sub: Any) -> None:
                         description="Draw the plot that fits the swept parameters (or --kind).")
     pl.add_argument("results", help="results file (JSON)")
     pl.add_argument("-o", "--output", required=True, help="image file (.png, .svg, .pdf)")
-    pl.add_argument("--kind", choices=("auto", *PLOTS), default="auto")
-    pl.add_argument("--dpi", type=int, default=150)
+    pl.add_argument("--kind", choices=("auto", *PLOTS), default="auto", metavar="KIND",
+                    help="auto (default: the plot that fits what was swept) or one of "
+                         f"{', '.join(PLOTS)}")
+    pl.add_argument("--dpi", type=int, default=150,
+                    help="resolution of a .png in dots per inch (default 150)")
     pl.set_defaults(func=cmd_plot)
 
     st = sub.add_parser(
@@ -479,6 +579,8 @@ def _add_sweep_commands(sub: Any) -> None:
     st.add_argument("--seed", type=int, help="seed of the shuffled run order")
     st.add_argument("--json", metavar="FILE", help="also save the results (raw samples); with "
                     "inspect: the description as JSON ('-': standard output)")
+    st.add_argument("--force", action="store_true",
+                    help="replace an existing --json file (without it, an existing file is kept)")
     st.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     st.add_argument("--designs", action="store_true",
                     help="the start-up table of the store designs (ESP, cache, tiered, lazy, "
@@ -489,7 +591,12 @@ def _add_sweep_commands(sub: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pycipherbench", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="pycipherbench",
+        description="What symmetric encryption really costs, measured on this machine: cipher "
+                    "kernels (speed, sweep --target cipher), libraries (backends), an encrypted "
+                    "key-value store (store, sweep --target store), and their results files "
+                    "(compare, ratio, plot). 'pycipherbench COMMAND --help' says what each takes.")
     sub = parser.add_subparsers(dest="command", required=True)
     speed = sub.add_parser(
         "speed", help="the seed article's cipher speed table, measured on this machine",
@@ -502,8 +609,11 @@ def build_parser() -> argparse.ArgumentParser:
     speed.add_argument("--no-hw-aes", action="store_true",
                        help="hide AES-NI/PCLMULQDQ (ARM: AES/PMULL) from OpenSSL, as on a CPU without them")
     speed.add_argument("--json", metavar="FILE", help="also write every measurement with raw samples")
+    speed.add_argument("--force", action="store_true",
+                       help="replace an existing --json file (without it, an existing file is kept)")
     speed.add_argument("--yes", action="store_true",
-                       help="do not ask before a large --payload (over 64 MiB)")
+                       help="do not ask before a large --payload (over 64 MiB); without a "
+                            "terminal to ask, a large payload needs it")
     speed.add_argument("--backend", metavar="NAME[,NAME]|all",
                        help="the library or libraries to measure, one column each "
                             "(default openssl; all: every available one; see `pycipherbench backends`)")
@@ -521,7 +631,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message: Any, category: Any, filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """Warnings as the CLI's own lines on stderr (no file name and line of our code)."""
+    print(f"# WARNING: {message}", file=file or sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
+    warnings.showwarning = _show_warning
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))

@@ -113,6 +113,8 @@ class Comparison:
         lines.append(f"speedup = baseline median / this median (> 1: faster); the rounds of "
                      f"each run are the units (two-sided Mann-Whitney U, alpha = {self.alpha:g}, "
                      f"guarded against drift within a run: pycipherbench.stats.compare_rounds)")
+        if not self.rows:
+            lines = [f"no matched points: {self.unmatched_reason()}"]
         notes = sorted({r.note for r in self.rows if r.note})
         lines += notes
         if self.unmatched or self.unmatched_baseline:
@@ -123,6 +125,36 @@ class Comparison:
         return "\n".join(lines)
 
     __str__ = table
+
+    def differing_parameters(self) -> dict[str, tuple[list[Any], list[Any]]]:
+        """The parameters whose values differ between the unmatched points of these
+        results and of the baseline: name -> (values only here, values only in the baseline);
+        a parameter one side lacks has [] on that side."""
+        mine, theirs = self.unmatched, self.unmatched_baseline
+        out: dict[str, tuple[list[Any], list[Any]]] = {}
+        for name in param_names([*mine, *theirs]):
+            a = list(dict.fromkeys(p[name] for p in mine if name in p))
+            b = list(dict.fromkeys(p[name] for p in theirs if name in p))
+            only_a = [v for v in a if not any(same_value(v, w) for w in b)]
+            only_b = [v for v in b if not any(same_value(v, w) for w in a)]
+            if only_a or only_b or (bool(a) != bool(b)):
+                out[name] = (only_a, only_b)
+        return out
+
+    def unmatched_reason(self, cli: bool = False) -> str:
+        """Why points did not match, and the ``ignore=`` that would match them ('' if all
+        did); ``cli``: as the command line says it (``--ignore NAME``)."""
+        if not self.unmatched and not self.unmatched_baseline:
+            return "" if self.rows else "both results files are empty"
+        diff = self.differing_parameters()
+        if not diff:
+            return (f"{len(self.unmatched)} points only here, {len(self.unmatched_baseline)} "
+                    "only in the baseline, with the same parameters but other values combined")
+        show = lambda vs: ", ".join(map(str, vs)) or "absent"  # noqa: E731
+        parts = [f"{n} (here: {show(a)}; baseline: {show(b)})" for n, (a, b) in diff.items()]
+        ignore = " ".join(f"--ignore {n}" for n in diff) if cli else f"ignore={list(diff)}"
+        return (f"the parameters that differ are {'; '.join(parts)}. To compare across them, "
+                f"leave them out of the matching: {ignore}")
 
 
 def _index(results: Results, ignored: set[str]) -> dict[tuple[Any, ...], int]:
@@ -179,8 +211,30 @@ def compare(
                       machine_differences=diffs)
 
 
+def _same_as_typed(have: Any, want: Any) -> bool:
+    """A point's value against one a user typed: text case-insensitively (op=ENC as
+    the tables print it; a transformation in any spelling or alias)."""
+    if isinstance(have, str) and isinstance(want, str):
+        from ._names import canonical
+
+        return (have.casefold() == want.casefold()
+                or canonical(have) is not None and canonical(have) == canonical(want))
+    return same_value(have, want)
+
+
 def _matches(params: dict[str, Any], want: dict[str, Any]) -> bool:
-    return all(k in params and same_value(params[k], v) for k, v in want.items())
+    return all(k in params and _same_as_typed(params[k], v) for k, v in want.items())
+
+
+def _check_names(results: Results, side: str, want: dict[str, Any]) -> None:
+    """A ValueError naming a parameter no point of ``results`` has (and the nearest one)."""
+    from ._names import nearest
+
+    known = param_names(results.params)
+    for name in want:
+        if name not in known:
+            raise ValueError(f"{side}: no point has a parameter {name!r}{nearest(name, known)}; "
+                             f"the points have {', '.join(known) or 'no parameters'}")
 
 
 def ratios(results: Results, numerator: dict[str, Any], denominator: dict[str, Any],
@@ -192,6 +246,8 @@ def ratios(results: Results, numerator: dict[str, Any], denominator: dict[str, A
                          "numerator={'key_encryption': 'siv'}, denominator={'key_encryption': 'none'}")
     if not isinstance(numerator, dict) or not isinstance(denominator, dict):
         raise TypeError("numerator and denominator must be dicts of parameter values")
+    _check_names(results, "numerator", numerator)
+    _check_names(results, "denominator", denominator)
     varied = set(numerator) | set(denominator)
     nums = [(p, m) for p, m in results.items() if _matches(p, numerator)]
     dens = {point_key({k: v for k, v in p.items() if k not in varied}): (p, m)

@@ -138,14 +138,20 @@ def _rounds_words(results: Sequence[Record]) -> str:
             f"[{interval_words(n)}]")
 
 
-def warning_lines(records: Sequence[Record], limit: int = 6) -> list[str]:
+def warning_lines(records: Sequence[Record], limit: int = 6, noun: str = "rows") -> list[str]:
     """'# WARNING ...' lines: each distinct warning once, with how many rows carry it
-    (what :attr:`Results.warnings` says, for a plain list of records too)."""
-    found = summarize_warnings([m.warnings for m in records], noun="rows")
+    (what :attr:`Results.warnings` says, for a plain list of records too); ``noun``: what
+    one record is in the table printed ("cells" where a row holds several)."""
+    found = summarize_warnings([m.warnings for m in records], noun=noun)
     out = [f"# WARNING {w}" for w in found[:limit]]
     if len(found) > limit:
-        out.append(f"# ... and {len(found) - limit} more distinct warnings (see --json)")
+        out.append(f"# ... and {len(found) - limit} more distinct warning{'' if len(found) - limit == 1 else 's'} (see --json)")
     return out
+
+
+def machine_line(fp: dict[str, Any]) -> str:
+    """'# Machine: CPU, cores, arch; crypto flags' of a machine fingerprint."""
+    return _machine_line(fp)
 
 
 def _machine_line(fp: dict[str, Any]) -> str:
@@ -230,7 +236,7 @@ def _store_per_op(results: Results, n_keys: int) -> str:
                        workload=op, n_keys=n_keys)
         rows.append([op, format_ns(plain), format_ns(enc), ratio])
     return "\n".join([
-        "# Encrypted store vs plain SharedPreferences (the seed-000 experiments), this machine",
+        "# Encrypted store vs plain SharedPreferences (the seed article's experiments), this machine",
         f"## Per operation, store of {n_keys} entries (32-character names, 32-character string values)",
         format_table(["operation", "plain", "encrypted", "encrypted/plain"], rows)])
 

@@ -169,6 +169,11 @@ def _finish(fig: Figure, results: Results, note: str = "", *, error_bars: bool =
 
 
 # -- labels
+#: How a parameter's name reads in a title or message.
+_WORDS = {"n_keys": "the number of keys", "payload": "payload", "rounds": "rounds",
+          "value_len": "value length", "key_len": "name length", "batch": "batch size"}
+
+
 def _value_label(name: str, value: Any) -> str:
     if isinstance(value, bool):
         return _BOOL_LABELS.get(name, (f"no {name}", name))[int(value)]
@@ -276,6 +281,12 @@ def _lines(
     points = list(results.items())
     if not any(x in p for p, _ in points):
         raise ValueError(f"no point has the parameter {x!r} to plot along")
+    values = sorted({p[x] for p, _ in points if x in p})
+    if len(values) < 2:
+        raise ValueError(f"this plot draws lines along {_WORDS.get(x, x)}, but every point has "
+                         f"the same one ({_value_label(x, values[0])}): nothing to draw a line "
+                         "through. Sweep more values, or plot it as bars (kind seed_table or "
+                         "latency)")
     names = _label_names([p for p, _ in points], skip=[x], key=lambda p: p.get(x))
     ident = [n for n in names if n != "hw_aes"]
     groups: dict[tuple[str, bool], list[tuple[float, Interval]]] = {}
@@ -312,6 +323,9 @@ def _lines(
         ax.set_xscale("log", base=base)
     if logy:
         ax.set_yscale("log")
+        _plain_log_ticks(ax.yaxis)
+    if xfmt is None and logx:
+        _plain_log_ticks(ax.xaxis)
     if xfmt is not None:
         from matplotlib.ticker import FuncFormatter, NullFormatter
 
@@ -371,7 +385,26 @@ def _bars(ax: Axes, categories: list[str], series: Series, *, horizontal: bool =
                       ha="right" if many else "center", rotation_mode="anchor", fontsize=8)
         if log:
             ax.set_yscale("log")
+            _plain_log_ticks(ax.yaxis)
         ax.grid(True, axis="y", alpha=0.3)
+
+
+def _plain_log_ticks(axis: Any) -> None:
+    """Tick labels of a log axis as plain numbers (600, 2,000; not 6x10^2); minor ticks
+    labelled where the axis spans about two decades or less (all of them within a third of
+    a decade, else 2, 3 and 5 of each decade, or 2 and 5 beyond one decade)."""
+    from matplotlib.ticker import FuncFormatter
+
+    def minor(v: float, _: Any) -> str:
+        low, high = sorted(axis.get_view_interval())
+        if not (v > 0 and low > 0) or high / low > 150:
+            return ""
+        coeff = round(v / 10 ** math.floor(math.log10(v) + 1e-9))
+        shown = (2, 3, 5) if high / low <= 15 else (2, 5)
+        return _number(v) if high / low < 2.2 or coeff in shown else ""
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: _number(v) if v > 0 else ""))
+    axis.set_minor_formatter(FuncFormatter(minor))
 
 
 def _number(v: float) -> str:
@@ -472,9 +505,29 @@ def plot_throughput(results: Results) -> Figure:
     return _finish(_lines(
         results, "payload", _mb_per_s,
         xlabel="payload (bytes per operation)", ylabel="throughput (MB/s = 10⁶ bytes/s)",
-        title="Throughput vs payload", base=2, xfmt=lambda v: format_size(int(v)) if v >= 1 else ""),
+        title=_throughput_title(results), base=2, xfmt=lambda v: format_size(int(v)) if v >= 1 else ""),
         results, _dash_note(results, "payload") + " Where a line flattens, per-message overhead has stopped "
         "dominating.")
+
+
+def _throughput_title(results: Results) -> str:
+    """'Throughput vs payload' with what the lines are: the one transformation (or how many),
+    by backend / thread count where those vary, hardware AES off when every point has it off."""
+    def values(name: str) -> list[Any]:
+        return list(dict.fromkeys(p[name] for p in results.params if name in p))
+
+    ts = values("transformation") or list(dict.fromkeys(
+        getattr(m, "transformation", None) for m in results if getattr(m, "transformation", None)))
+    what = ts[0] if len(ts) == 1 else f"{len(ts)} transformations" if ts else ""
+    by = [w for n, w in (("backend", "backend"), ("threads", "threads"), ("op", "ENC/DEC"))
+          if len(values(n)) > 1]
+    backends = values("backend")
+    if len(backends) == 1 and backends[0] != "openssl":
+        what += f" ({backends[0]})"
+    if {m.hw_aes for m in results} == {False}:
+        what += ", hardware AES off"
+    title = "Throughput vs payload" + (f": {what}" if what else "")
+    return title + (f", by {' and '.join(by)}" if by else "")
 
 
 def _dash_note(results: Results, x: str | None = None) -> str:
@@ -565,23 +618,61 @@ def plot_store_latency(results: Results, x: str = "n_keys") -> Figure:
     _store_only(results, "plot_store_latency")
     _need(results, x, "plot_store_latency")
     scale, unit = _time_unit([m.median for m in results])
-    xlabel = "store size (entries)" if x == "n_keys" else f"{x} ({'characters' if x.endswith('_len') else 'count'})"
+    xlabel = ("store size (keys)" if x == "n_keys"
+              else f"{_WORDS.get(x, x)} ({'characters' if x.endswith('_len') else 'count'})")
     return _finish(_lines(
         results, x, _scaled(scale), xlabel=xlabel,
-        ylabel=f"latency ({unit} per operation)", title=f"Store latency vs {x}",
-        xfmt=lambda v: f"{v:g}"), results, _dash_note(results, x))
+        ylabel=f"latency ({unit} per operation)", title=f"Store latency vs {_WORDS.get(x, x)}"),
+        results, _dash_note(results, x))
+
+
+#: Store workloads whose times are of one order: bars of different groups are not drawn
+#: together (a put takes microseconds, a 100-put commit or an open milliseconds).
+_SCALE_GROUPS = (("per-operation", ("put", "get", "contains", "get_missing", "all")),
+                 ("commit/apply", ("commit", "apply")), ("open", ("open_cold", "open_warm")),
+                 ("rotation", ("rotate", "rotate_lazy")))
+
+
+def _scale_group(p: dict[str, Any]) -> str:
+    w = p.get("workload")
+    if w in ("commit", "apply") and p.get("batch", 1) > 1:
+        return f"{p['batch']}-put edits"
+    return next((g for g, ws in _SCALE_GROUPS if w in ws), str(w))
+
+
+def _one_scale(results: Results, param: str) -> tuple[Results, str]:
+    """The points of one scale group (see _SCALE_GROUPS): the group where ``param`` varies
+    on most points; and a note naming the groups left out (the store command's file holds
+    them all)."""
+    groups: dict[str, list[int]] = {}
+    for i, p in enumerate(results.params):
+        groups.setdefault(_scale_group(p), []).append(i)
+    if len(groups) < 2:
+        return results, ""
+
+    def varied(idx: list[int]) -> int:
+        vals = {(type(v).__name__, v) for v in (results.params[i].get(param) for i in idx)}
+        return len(idx) if len(vals) > 1 else 0
+
+    keep = max(groups, key=lambda g: (varied(groups[g]), len(groups[g])))
+    left = [g for g in groups if g != keep]
+    note = (f"Only the {keep} workloads; this file's {', '.join(left)} workloads take times "
+            "of another order and are left out (plot them with their own kind, e.g. "
+            "commit_apply, or select them).")
+    return results._subset(groups[keep]), note
 
 
 def _toggle(results: Results, param: str, names: dict[Any, str], title: str,
             missing_label: str = "plain store") -> Figure:
     _store_only(results, title)
     _need(results, param, title)
+    results, note = _one_scale(results, param)
     scale, unit = _time_unit([m.median for m in results])
     fig = _bar_chart(results, param, names, _scaled(scale),
                      xlabel="workload (store operation, with what else tells the bars apart)",
                      ylabel=f"latency ({unit} per operation)", title=title,
                      missing_label=missing_label)
-    return _finish(fig, results)
+    return _finish(fig, results, note)
 
 
 def plot_siv(results: Results) -> Figure:
@@ -627,7 +718,7 @@ def plot_commit_apply(results: Results) -> Figure:
     fig, ax = _figure(_width(len(categories) * len(series)))
     _bars(ax, categories, series)
     ax.set_xlabel("store configuration (what tells the groups apart)")
-    ax.set_ylabel(f"time per edit ({unit}; batch puts + commit or apply)")
+    ax.set_ylabel(f"time per edit ({unit})\nbatch puts + commit or apply", fontsize=9)
     ax.set_title("Commit vs apply: blocked vs durable")
     _legend_right(ax, len(series))
     return _finish(fig, Results(results.target, [p for p, _ in sel], [m for _, m in sel],

@@ -22,7 +22,6 @@ import importlib
 import json
 import math
 import os
-import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -31,6 +30,7 @@ import numpy as np
 
 from ._format import format_cell, format_ns, format_table
 from ._measure import Measurement
+from ._output import write_json_atomic
 from ._params import param_columns, param_names, same_value, structured_array
 from ._record import Record
 from .compare import Comparison, DifferentMachinesError, PointComparison
@@ -248,16 +248,7 @@ class Results:
         The file is replaced atomically, so a sweep saving after each point
         never leaves a truncated file behind.
         """
-        path = os.fspath(path)
-        fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".json",
-                                   dir=os.path.dirname(os.path.abspath(path)))
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(self.to_dict(), f, indent=1)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        write_json_atomic(path, self.to_dict())
 
     # -- comparison
     def ratio(self, numerator: dict[str, Any], denominator: dict[str, Any],
@@ -343,7 +334,15 @@ def _results_from_doc(doc: dict[str, Any]) -> Results:
 def load_results(path: PathLike) -> Results:
     """Read a file written by :meth:`Results.save` (or by ``pycipherbench speed --json``)."""
     with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
+        try:
+            doc = json.load(f)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ValueError(f"{os.fspath(path)} is not a pycipherbench results file (not JSON: "
+                             f"{e}); expected what sweep --out, speed --json or store --json "
+                             "write") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{os.fspath(path)} is not a pycipherbench results file (JSON, but a "
+                         f"{type(doc).__name__}, not an object)")
     if doc.get("format") == FORMAT:
         if doc.get("version", 0) > FORMAT_VERSION:
             raise ValueError(f"{os.fspath(path)}: results format version {doc['version']} is newer "

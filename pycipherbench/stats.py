@@ -31,7 +31,22 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
-from scipy import stats as _scipy_stats  # type: ignore[import-untyped]  # no stubs
+
+
+def _scipy_stats() -> Any:
+    """:mod:`scipy.stats`, imported on first use: ``import pycipherbench`` stays light
+    (scipy.stats alone takes about a second to import)."""
+    from scipy import stats  # type: ignore[import-untyped]  # no stubs
+
+    return stats
+
+
+def load_scipy_stats() -> None:
+    """Import :mod:`scipy.stats` now: a run calls it before its rounds, so that the
+    statistics of its records (built at the end, or right after Ctrl-C) never wait for
+    the import."""
+    _scipy_stats()
+
 
 __all__ = [
     "CANARY_SLOWDOWN", "CPU_WALL_MIN", "DEFAULT_CONFIDENCE", "EXACT_LIMIT", "MAX_MIN_RATIO",
@@ -105,7 +120,7 @@ def mann_whitney_u(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndar
         return MannWhitney(n1 * n2 / 2.0, 1.0, "normal")
     ties = len(np.unique(combined)) < len(combined)
     exact = not ties and n1 * n2 <= EXACT_LIMIT
-    res = _scipy_stats.mannwhitneyu(a, b, alternative="two-sided", use_continuity=True,
+    res = _scipy_stats().mannwhitneyu(a, b, alternative="two-sided", use_continuity=True,
                                     method="exact" if exact else "asymptotic")
     return MannWhitney(float(res.statistic), float(res.pvalue), "exact" if exact else "normal")
 
@@ -127,6 +142,14 @@ def _values(values: _Values, func: str, name: str = "values", *, positive: bool 
 def _check_confidence(confidence: float, func: str) -> None:
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"{func} needs a confidence between 0 and 1 (exclusive), got {confidence!r}")
+
+
+def _slower(slowdown: float) -> str:
+    """A slowdown (time / best time - 1) as people say it: 0.3 -> '30% slower', 3.66 ->
+    '4.7x slower' (a percentage over 100% reads as a typo)."""
+    if slowdown < 1.0:
+        return f"{_pct(slowdown)} slower"
+    return f"{1.0 + slowdown:.1f}x slower"
 
 
 def _pct(fraction: float) -> str:
@@ -166,7 +189,7 @@ def _ratio_strings(estimate: float, low: float, high: float) -> list[str]:
 def _median_ci_rank(n: int, confidence: float) -> int:
     """Largest k with 1 - 2 P(Bin(n, 1/2) <= k-1) >= confidence, or 1 when none reaches it."""
     ks = np.arange(1, (n + 1) // 2 + 1)
-    coverage = 1.0 - 2.0 * _scipy_stats.binom.cdf(ks - 1, n, 0.5)
+    coverage = 1.0 - 2.0 * _scipy_stats().binom.cdf(ks - 1, n, 0.5)
     reached = ks[coverage >= confidence - 1e-12]  # coverage falls as k grows
     return int(reached[-1]) if reached.size else 1
 
@@ -181,7 +204,7 @@ def median_ci_level(n: int, confidence: float = DEFAULT_CONFIDENCE) -> float:
         raise ValueError(f"median_ci_level needs a whole number of values n >= 1, got {n!r}")
     _check_confidence(confidence, "median_ci_level")
     k = _median_ci_rank(int(n), confidence)
-    return float(1.0 - 2.0 * _scipy_stats.binom.cdf(k - 1, int(n), 0.5))
+    return float(1.0 - 2.0 * _scipy_stats().binom.cdf(k - 1, int(n), 0.5))
 
 
 def interval_words(n: int, confidence: float = DEFAULT_CONFIDENCE) -> str:
@@ -540,7 +563,7 @@ def instability_warnings(*, rounds_ns: _Values, cpu_ns: _Values | None = None,
         slowdown = canary / best - 1.0
         k = int(np.count_nonzero(slowdown > CANARY_SLOWDOWN))
         if k:
-            out.append(f"The machine ran up to {_pct(float(slowdown.max()))} slower than its best "
+            out.append(f"The machine ran up to {_slower(float(slowdown.max()))} than its best "
                        f"during {_rounds_of(k, n)} (a fixed add chain timed beside the kernel).")
 
     if ci is not None:

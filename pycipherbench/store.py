@@ -619,7 +619,12 @@ def plan_bench(
     :func:`bench` and :func:`~pycipherbench.sweep` run)."""
     _options.check_bools("bench", _options.values("bench", locals()))
     params = _options.values("bench", locals(), point=True, kernel=True)  # what C takes
-    _core.check_store_bench(workload, **params)  # fail fast on bad input
+    try:
+        _core.check_store_bench(workload, **params)  # fail fast on bad input
+    except ValueError as e:  # a misspelled workload: the nearest one
+        from ._names import explain_workload_error
+
+        raise explain_workload_error(e, workload) from None
     warm = -1.0 if warmup is None else warmup
     _core.check_timing(min_time, repeats, warm)
     if directory is not None and not os.path.isdir(directory):

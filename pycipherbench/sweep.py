@@ -48,11 +48,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import _core, _options
+from . import _core, _names, _options
+from ._cost import PayloadCostWarning, payload_cost
 from ._interrupt import SaveGuard
 from ._machine import machine
 from ._measure import check_kernel, measure
 from ._measure import plan as plan_kernel
+from ._output import check_output
 from ._params import RUN_OPTIONS, point_key
 from ._record import Record
 from ._rounds import DEFAULT_ROUNDS, Plan, Workers, run_plans
@@ -128,7 +130,9 @@ def _split(target: str, grid: dict[str, Any]) -> tuple[dict[str, list[Any]], dic
     known = _signature(target)
     unknown = sorted(set(grid) - set(known))
     if unknown:
-        raise TypeError(f"unknown {target} parameter(s) {', '.join(unknown)}; "
+        hints = "".join(_names.nearest(u, known).replace("; did you mean", f"; {u}: did you mean")
+                        for u in unknown)
+        raise TypeError(f"unknown {target} parameter(s) {', '.join(unknown)}{hints}; "
                         f"known: {', '.join(known)}")
     subject = SUBJECT[target]
     if subject not in grid:
@@ -146,9 +150,8 @@ def _split(target: str, grid: dict[str, Any]) -> tuple[dict[str, list[Any]], dic
         values = [_plain(v) for v in value] if is_list else [_plain(value)]
         if not values:
             raise ValueError(f"{name}= is an empty list: nothing to sweep")
-        if target == "cipher" and name == "transformation":
-            canon = _canonical_names()
-            values = [canon.get(str(v).lower(), v) for v in values]
+        if target == "cipher" and name == "transformation":  # aliases folded: one point
+            values = list(dict.fromkeys(_names.canonical(v) or v for v in values))
         lists[name] = values
     return lists, options
 
@@ -194,12 +197,15 @@ def _validate(target: str, point: dict[str, Any], options: dict[str, Any]) -> No
     _core.check_timing(timing.get("min_time", 0.05), timing.get("repeats", DEFAULT_ROUNDS),
                        -1.0 if warmup is None else warmup)
     if target == "cipher":
-        check_kernel(kwargs.pop("transformation"), **kwargs)
+        check_kernel(kwargs.pop("transformation"), "sweep", **kwargs)
     else:  # the point parameters the C kernel takes
         c_params = _options.for_call("kernel")
-        _core.check_store_bench(kwargs.pop("workload"),
-                                **{k: v for k, v in kwargs.items()
-                                   if k in c_params and not c_params[k].run})
+        workload = kwargs.pop("workload")
+        try:
+            _core.check_store_bench(workload, **{k: v for k, v in kwargs.items()
+                                                 if k in c_params and not c_params[k].run})
+        except ValueError as e:
+            raise _names.explain_workload_error(e, workload) from None
 
 
 def _plan(target: str, point: dict[str, Any], options: dict[str, Any], workers: Workers) -> Plan:
@@ -263,8 +269,10 @@ def run_points(
     out: PathLike | None = None,
     resume: bool | PathLike = False,
     grid: dict[str, Any] | None = None,
+    resume_hint: str = "resume=True",
 ) -> Results:
-    """Measure explicit points (already expanded) in interleaved rounds; see :func:`sweep`."""
+    """Measure explicit points (already expanded) in interleaved rounds; see :func:`sweep`.
+    ``resume_hint``: how the interrupted-run message says to resume (the CLI: --resume)."""
     _check_target(target)
     options = dict(options or {})
     repeats = options.get("repeats", DEFAULT_ROUNDS)
@@ -276,6 +284,8 @@ def run_points(
         _check_resume_options(resume_path, prior, options)
     if out is None and resume_path is not None:
         out = resume_path  # resume into the file we read
+    if out is not None:  # before measuring: a run must not end in a write that fails
+        check_output(out, what="out=")
     done: dict[tuple[Any, ...], tuple[dict[str, Any], Record]] = {}
     if prior is not None:  # only points with every round: partial ones are measured again
         done = {point_key(p): (p, m) for p, m in prior.items() if m.n_rounds >= repeats}
@@ -329,9 +339,21 @@ def _run_and_save(target: Target, todo: list[dict[str, Any]], points: Sequence[d
               f"{run.run_id}; ratios pair points of one run only", file=sys.stderr)
     if interrupted:
         kept = f"{run.rounds} of {repeats} rounds of every point" if run and run.rounds else "nothing"
-        where = f"; saved to {os.fspath(out)} (resume=True measures it again)" if out is not None else ""
-        print(f"pycipherbench.sweep interrupted: kept {kept}{where}", file=sys.stderr)
+        where = f"; saved to {os.fspath(out)} ({resume_hint} measures it again)" if out is not None else ""
+        print(f"{'sweep' if resume_hint.startswith('-') else 'pycipherbench.sweep'} interrupted: "
+              f"kept {kept}{where}", file=sys.stderr)
     return results
+
+
+def cost_of(target: str, points: Sequence[dict[str, Any]], options: dict[str, Any]) -> str:
+    """What the cipher points' large payloads cost ('' when none is large; raises
+    PayloadCostError when their buffers exceed half the RAM): see :mod:`._cost`."""
+    if target != "cipher":
+        return ""
+    defaults = _signature("cipher")
+    return payload_cost([(p.get("payload", defaults["payload"]), p.get("threads", 1))
+                         for p in points], options.get("repeats", DEFAULT_ROUNDS),
+                        what="payload")
 
 
 def sweep(
@@ -342,6 +364,7 @@ def sweep(
     out: PathLike | None = None,
     resume: bool | PathLike = False,
     skip_invalid: bool = False,
+    resume_hint: str = "resume=True",
     **grid: Any,
 ) -> Results:
     """Measure every point of a parameter grid; returns :class:`~pycipherbench.Results`.
@@ -392,5 +415,8 @@ def sweep(
     if invalid:
         warnings.warn(f"skipping {len(invalid)} invalid point(s), e.g. {_label(invalid[0][0])}: "
                       f"{invalid[0][1]}", stacklevel=2)
+    note = cost_of(target, valid, options)
+    if note:
+        warnings.warn(note, PayloadCostWarning, stacklevel=2)
     return run_points(target, valid, options, seed=seed, progress=progress, out=out,
-                      resume=resume, grid=lists)
+                      resume=resume, grid=lists, resume_hint=resume_hint)

@@ -66,13 +66,15 @@ def test_sweep_resume(two_sweeps, tmp_path) -> None:
     assert len(r) == 9 + 18 and r.complete
 
 
-def test_sweep_errors() -> None:
+def test_sweep_errors(tmp_path) -> None:
+    never = str(tmp_path / "never.json")  # a writable path: the errors are the grid's
     proc = run_cli("sweep", "--param", "transformation=AES/CBC/NoPadding", "--param", "payload=100",
-                   "--out", "/nonexistent/never.json")
+                   "--out", never)
     assert proc.returncode == 2 and "invalid" in proc.stderr and "--skip-invalid" in proc.stderr
     proc = run_cli("sweep", "--param", "transformation=AES/GCM/NoPadding", "--param", "bogus=1",
-                   "--out", "/nonexistent/never.json")
+                   "--out", never)
     assert proc.returncode == 2 and "unknown cipher parameter" in proc.stderr
+    assert not (tmp_path / "never.json").exists()
 
 
 def test_compare(two_sweeps) -> None:

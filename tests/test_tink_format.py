@@ -578,8 +578,11 @@ def test_issue12_cli_store_inspect(tmp_path, master):
                           "--json", "-"], capture_output=True, text=True, timeout=120,
                          cwd=tmp_path, env=_child_env())
     assert out.returncode == 0, out.stderr
-    assert "layout 'entries', 3 entries" in out.stdout
-    data = json.loads(out.stdout[out.stdout.index("{"):])
+    data = json.loads(out.stdout)  # --json -: standard output holds the JSON only
+    assert data["layout"] == "entries"
+    text = subprocess.run([sys.executable, "-m", "pycipherbench.cli", "store", "inspect", str(path)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path, env=_child_env())
+    assert "layout 'entries', 3 entries" in text.stdout
     assert data["key_keyset"]["keys"][0]["type_url"] == SIV_URL
     bad = subprocess.run([sys.executable, "-m", "pycipherbench.cli", "store", "inspect"],
                          capture_output=True, text=True, timeout=120, cwd=tmp_path, env=_child_env())
