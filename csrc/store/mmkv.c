@@ -15,6 +15,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#ifndef O_CLOEXEC /* older systems: set it after open */
+#define O_CLOEXEC 0
+#define PCB_MMKV_SET_CLOEXEC(fd) ((fd) >= 0 ? (void)fcntl((fd), F_SETFD, FD_CLOEXEC) : (void)0)
+#else
+#define PCB_MMKV_SET_CLOEXEC(fd) ((void)0)
+#endif
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
@@ -391,6 +398,7 @@ static int map_file(const char *path, size_t min, int *fd, uint8_t **map, size_t
 {
     struct stat sb;
     *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    PCB_MMKV_SET_CLOEXEC(*fd);
     if (*fd < 0)
         return pcb_fail_os(st, "mmkv model: %s", path);
     if (fstat(*fd, &sb) != 0)
