@@ -304,14 +304,15 @@ def run_points(
 
     with SaveGuard():  # a second Ctrl-C does not cut the saving of the complete rounds
         return _run_and_save(target, todo, points, options, repeats, seed, progress, out,
-                             done, collect)
+                             done, collect, resume_hint)
 
 
 def _run_and_save(target: Target, todo: list[dict[str, Any]], points: Sequence[dict[str, Any]],
                   options: dict[str, Any], repeats: int, seed: int, progress: bool,
                   out: PathLike | None, done: dict[tuple[Any, ...], tuple[dict[str, Any], Record]],
-                  collect: Callable[[bool], Results]) -> Results:
-    """The rounds of the points still to measure, then the results collected and saved."""
+                  collect: Callable[[bool], Results], resume_hint: str) -> Results:
+    """The rounds of the points still to measure, then the results collected and saved
+    (``resume_hint``: how the interrupted-run message says to resume)."""
     interrupted = False
     run = None
     if todo:

@@ -225,7 +225,12 @@ def test_sweep_out_keeps_the_complete_rounds_after_repeated_ctrl_c(package_root:
         if proc.poll() is None:
             proc.kill()
     assert "Traceback" not in err, err
-    assert proc.returncode in (0, 130), err
+    # 130: the CLI's own exit after an interrupt. The second press can also land after the
+    # results were written and main() returned, while the interpreter exits: Python then dies
+    # of that SIGINT (-2), which is what a terminal's late Ctrl-C does to any program; the
+    # file below must be whole either way.
+    assert proc.returncode in (0, 130) or (proc.returncode == -signal.SIGINT
+                                           and "saved to" in err), (proc.returncode, err)
     doc = json.loads(out.read_text())
     rounds = {len(p["measurement"]["samples"]) for p in doc["points"]}
     assert len(doc["points"]) == 2 and rounds in ({2}, {3}), (rounds, err)
