@@ -378,7 +378,7 @@ def test_sweep_over_backends_and_threads():
 
 @pytest.mark.skipif(not os.environ.get("PCB_TEST_BUILD"),
                     reason="builds the extension again (about a minute): set PCB_TEST_BUILD=1")
-def test_issue13_openssl_alone_build(tmp_path):
+def test_openssl_alone_build(tmp_path):
     """PCB_NO_BACKENDS=1 builds with OpenSSL alone; backends() says what is missing."""
     root = Path(__file__).resolve().parent.parent
     subprocess.run(["cp", "-r", str(root / "csrc"), str(root / "pycipherbench"),

@@ -58,7 +58,7 @@ def _check(s):
 
 
 @pytest.mark.parametrize("backend,ve", POINTS, ids=IDS)
-def test_issue13_store_backend_round_trip_and_files_interchangeable(tmp_path, backend, ve):
+def test_store_backend_round_trip_and_files_interchangeable(tmp_path, backend, ve):
     key = str(tmp_path / "m.key")
     path = str(tmp_path / "prefs.xml")
     with store.open(path, master_key_file=key, value_encryption=ve, crypto_backend=backend) as s:
@@ -79,7 +79,7 @@ def test_issue13_store_backend_round_trip_and_files_interchangeable(tmp_path, ba
 
 
 @pytest.mark.parametrize("backend,ve", POINTS, ids=IDS)
-def test_issue13_store_backend_rotation_and_older_keys(tmp_path, backend, ve):
+def test_store_backend_rotation_and_older_keys(tmp_path, backend, ve):
     """Rotate re-keys the backend's contexts; a lazily rotated keyset's older key still opens."""
     key = str(tmp_path / "m.key")
     path = str(tmp_path / "prefs.xml")
@@ -105,7 +105,7 @@ def _tamper_first_value(path: str) -> bytes:
 
 
 @pytest.mark.parametrize("backend,ve", POINTS, ids=IDS)
-def test_issue13_store_backend_tampered_value_names_the_entry(tmp_path, backend, ve):
+def test_store_backend_tampered_value_names_the_entry(tmp_path, backend, ve):
     key = str(tmp_path / "m.key")
     path = str(tmp_path / "prefs.xml")
     with store.open(path, master_key_file=key, value_encryption=ve, crypto_backend=backend) as s:
@@ -118,7 +118,7 @@ def test_issue13_store_backend_tampered_value_names_the_entry(tmp_path, backend,
     assert "prefs.xml" in msg and name_text[:20].decode() in msg and "authentication" in msg, msg
 
 
-def test_issue13_store_backend_tampered_name_on_gcrypt_siv(tmp_path):
+def test_store_backend_tampered_name_on_gcrypt_siv(tmp_path):
     """libgcrypt runs the names' AES-SIV too: a flipped name tag does not open."""
     if "gcrypt" not in _available():
         pytest.skip("libgcrypt not compiled in")
@@ -139,19 +139,19 @@ def test_issue13_store_backend_tampered_name_on_gcrypt_siv(tmp_path):
 
 @pytest.mark.parametrize("backend,ve", POINTS, ids=IDS)
 @pytest.mark.parametrize("workload", ["get", "put"])
-def test_issue13_store_bench_runs_on_backend(backend, ve, workload):
+def test_store_bench_runs_on_backend(backend, ve, workload):
     m = store.bench(workload, value_encryption=ve, crypto_backend=backend, **TINY)
     assert m.params["crypto_backend"] == backend
     assert m.ns_per_op > 0 and math.isfinite(m.ns_per_op)
 
 
-def test_issue13_store_sweep_over_crypto_backend():
+def test_store_sweep_over_crypto_backend():
     backends = ["openssl"] + (["gcrypt"] if "gcrypt" in _available() else [])
     r = pcb.sweep("store", workload="get", crypto_backend=backends, **TINY)
     assert sorted(m.params["crypto_backend"] for m in r) == sorted(backends)
 
 
-def test_issue13_store_backend_bad_name_lists_the_names(tmp_path):
+def test_store_backend_bad_name_lists_the_names(tmp_path):
     key = str(tmp_path / "m.key")
     with pytest.raises(ValueError, match=r"crypto_backend must be one of .*'openssl'.*'gcrypt'"):
         store.open(str(tmp_path / "p.xml"), master_key_file=key, crypto_backend="libressl")
@@ -161,7 +161,7 @@ def test_issue13_store_backend_bad_name_lists_the_names(tmp_path):
         store.open(str(tmp_path / "p.xml"), master_key_file=key, crypto_backend=1)
 
 
-def test_issue13_store_backend_unsupported_combinations(tmp_path):
+def test_store_backend_unsupported_combinations(tmp_path):
     key = str(tmp_path / "m.key")
     p = str(tmp_path / "p.xml")
     avail = _available()

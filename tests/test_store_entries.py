@@ -126,7 +126,7 @@ def _names_in_file(path) -> list[bytes]:
 
 @pytest.mark.parametrize("mode,corruption,part", CASES,
                          ids=[f"{_mode_id(m)}-{c}" for m, c, _ in CASES])
-def test_issue11_item11_bad_entry_reads_as_error_naming_it_and_can_be_removed(originals, tmp_path, mode,
+def test_bad_entry_reads_as_error_naming_it_and_can_be_removed(originals, tmp_path, mode,
                                                                             corruption, part):
     d, key, paths = originals
     how = {**_value_corruptions(mode), **_name_corruptions(mode)}[corruption]
@@ -170,7 +170,7 @@ def test_issue11_item11_bad_entry_reads_as_error_naming_it_and_can_be_removed(or
 
 @pytest.mark.parametrize("mode,corruption", [(m, c) for m, c, p in CASES if p == "value"],
                          ids=[f"{_mode_id(m)}-{c}" for m, c, p in CASES if p == "value"])
-def test_issue11_item11_put_replaces_a_bad_entry_never_a_duplicate(originals, tmp_path, mode, corruption):
+def test_put_replaces_a_bad_entry_never_a_duplicate(originals, tmp_path, mode, corruption):
     d, key, paths = originals
     path = str(tmp_path / f"{_mode_id(mode)}.xml")
     _corrupt(paths[_mode_id(mode)], path, _value_corruptions(mode)[corruption])
@@ -185,7 +185,7 @@ def test_issue11_item11_put_replaces_a_bad_entry_never_a_duplicate(originals, tm
 
 
 @pytest.mark.parametrize("mode", [m for m in MODES if m["key_encryption"] == "siv"], ids=_mode_id)
-def test_issue11_item11_remove_unreadable_keeps_readable_entries_and_bad_values(originals, tmp_path, mode):
+def test_remove_unreadable_keeps_readable_entries_and_bad_values(originals, tmp_path, mode):
     """remove_unreadable() drops only entries whose names do not open; a bad value stays (remove it by name)."""
     d, key, paths = originals
     path = str(tmp_path / f"{_mode_id(mode)}.xml")
@@ -198,7 +198,7 @@ def test_issue11_item11_remove_unreadable_keeps_readable_entries_and_bad_values(
         assert s.get_string("gamma") == "three"
 
 
-def test_issue11_item11_unreadable_name_and_put_of_the_same_plain_name(originals, tmp_path):
+def test_unreadable_name_and_put_of_the_same_plain_name(originals, tmp_path):
     """A put of the plain name whose entry's name is corrupted adds a readable entry; the file
     never holds one name twice, and remove_unreadable() then leaves only readable entries."""
     d, key, paths = originals
@@ -225,7 +225,7 @@ SEALED = [
 
 @pytest.mark.parametrize("case", SEALED, ids=[c[0] for c in SEALED])
 @pytest.mark.parametrize("faithful", [False, True])
-def test_issue11_item11_layout_file_bad_sealed_map_names_it(tmp_path, case, faithful):
+def test_layout_file_bad_sealed_map_names_it(tmp_path, case, faithful):
     """layout='file' holds one entry: a bad one refuses the open, naming it, and changes nothing."""
     key, path = str(tmp_path / "m.key"), str(tmp_path / "f.xml")
     with store.open(path, master_key_file=key, layout="file", faithful=faithful) as s:
@@ -265,7 +265,7 @@ def _assert_refused_naming_both(path, key, mode, wrong):
 
 
 @pytest.mark.parametrize("mode", AEAD_MODES, ids=_aead_id)
-def test_issue11_item12_other_value_aead_is_refused_at_open(tmp_path, mode):
+def test_other_value_aead_is_refused_at_open(tmp_path, mode):
     key, path = str(tmp_path / "m.key"), str(tmp_path / "s.xml")
     with store.open(path, master_key_file=key, **mode) as s:
         s.edit().put_string("alpha", "one").put_int("beta", 2).commit()
@@ -275,7 +275,7 @@ def test_issue11_item12_other_value_aead_is_refused_at_open(tmp_path, mode):
 
 
 @pytest.mark.parametrize("aead", ["gcm", "chacha20-poly1305"])
-def test_issue11_item12_a_tampered_first_entry_does_not_hide_the_mismatch(tmp_path, aead):
+def test_a_tampered_first_entry_does_not_hide_the_mismatch(tmp_path, aead):
     key, path = str(tmp_path / "m.key"), str(tmp_path / "s.xml")
     mode = dict(value_encryption=aead)
     with store.open(path, master_key_file=key, **mode) as s:
@@ -289,7 +289,7 @@ def test_issue11_item12_a_tampered_first_entry_does_not_hide_the_mismatch(tmp_pa
 
 
 @pytest.mark.parametrize("aead", ["gcm", "chacha20-poly1305"])
-def test_issue11_item12_empty_store_is_refused_under_the_other_aead_too(tmp_path, aead):
+def test_empty_store_is_refused_under_the_other_aead_too(tmp_path, aead):
     """An empty store (keysets only): the value keyset's Tink type URL (AesGcmKey or
     ChaCha20Poly1305Key) records the AEAD, so the other option is refused at open, naming
     both, and the file is untouched; the right option opens it."""
@@ -315,7 +315,7 @@ FLOAT_STORES = {
 
 
 @pytest.mark.parametrize("kind", list(FLOAT_STORES))
-def test_issue11_smaller_put_float_accepts_every_java_float(tmp_path, kind):
+def test_put_float_accepts_every_java_float(tmp_path, kind):
     """Float.MAX_VALUE as Java prints it (3.4028235E38), MIN_VALUE (denormal), +-inf and NaN
     are stored as Java stores them (NaN as Float.NaN, 0x7fc00000) and read back exactly."""
     import math
@@ -342,7 +342,7 @@ def test_issue11_smaller_put_float_accepts_every_java_float(tmp_path, kind):
         assert s.get_float("f0") == 3.4028234663852886e38  # Float.MAX_VALUE
 
 
-def test_issue11_smaller_put_float_refuses_what_rounds_to_infinity(tmp_path):
+def test_put_float_refuses_what_rounds_to_infinity(tmp_path):
     with store.open(str(tmp_path / "f.xml"), encrypted=False) as s:
         e = s.edit()
         for x in (float.fromhex("0x1.ffffffp127"), -float.fromhex("0x1.ffffffp127"), 3.5e38, 1e39):
@@ -354,14 +354,14 @@ B = dict(min_time=1e-4, repeats=1, warmup=0, stages=False)
 
 
 @pytest.mark.parametrize("key_len,n_keys,min_len", [(1, 10_000, 3), (2, 10_000, 3), (1, 16, 2), (4, 10**7, 5)])
-def test_issue11_smaller_bench_refuses_key_len_too_small_for_n_keys(tmp_path, key_len, n_keys, min_len):
+def test_bench_refuses_key_len_too_small_for_n_keys(tmp_path, key_len, n_keys, min_len):
     with pytest.raises(ValueError, match=rf"key_len.*>= {min_len}"):
         store.bench("get_missing", n_keys=n_keys, key_len=key_len, directory=str(tmp_path), **B)
     assert os.listdir(tmp_path) == []
 
 
 @pytest.mark.parametrize("workload", ["put", "get", "get_missing", "contains", "all"])
-def test_issue11_smaller_bench_names_are_distinct_and_get_missing_misses(tmp_path, workload):
+def test_bench_names_are_distinct_and_get_missing_misses(tmp_path, workload):
     """At the shortest key_len allowed (15 of 62 one-character names, 15 missing ones): n_keys
     entries, and get_missing (which raises if a lookup hits) never finds one."""
     for _ in range(5):  # a repeat among random names would show within a few tries

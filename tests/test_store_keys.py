@@ -63,7 +63,7 @@ def run_child(code: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
 
 # ----------------------------------------------------------------- item 13: planted parameters
 
-def test_issue11_item13_params_file_is_tagged_under_the_derived_key(tmp_path):
+def test_params_file_is_tagged_under_the_derived_key(tmp_path):
     path = tmp_path / "pw.xml"
     make_pw_store(path)
     params = json.loads(scrypt_file(path).read_text())
@@ -79,7 +79,7 @@ def test_issue11_item13_params_file_is_tagged_under_the_derived_key(tmp_path):
     {"kdf": "scrypt", "version": 2, "salt": "ab" * 16, "n": 1 << 15, "r": 8, "p": 1,
      "mac": "00" * 32},                                                             # forged tag
 ], ids=["n2-zero-salt", "n2", "untagged", "forged-tag"])
-def test_issue11_item13_planted_params_refused_for_a_new_store(tmp_path, planted):
+def test_planted_params_refused_for_a_new_store(tmp_path, planted):
     path = tmp_path / "new.xml"
     write_params(path, planted)
     before = scrypt_file(path).read_bytes()
@@ -90,7 +90,7 @@ def test_issue11_item13_planted_params_refused_for_a_new_store(tmp_path, planted
     assert scrypt_file(path).read_bytes() == before
 
 
-def test_issue11_item13_params_weaker_than_asked_refused(tmp_path):
+def test_params_weaker_than_asked_refused(tmp_path):
     # a file this passphrase made (it authenticates), but weaker than the new store asks
     path = tmp_path / "pw.xml"
     make_pw_store(path)
@@ -112,7 +112,7 @@ def test_issue11_item13_params_weaker_than_asked_refused(tmp_path):
     ({"salt": "ab" * 8}, "salt"),
     ({"salt": "00" * 16}, "all zero"),
 ])
-def test_issue11_item13_params_bounded_before_any_work(tmp_path, params, match):
+def test_params_bounded_before_any_work(tmp_path, params, match):
     path = tmp_path / "pw.xml"
     make_pw_store(path)
     p = json.loads(scrypt_file(path).read_text())
@@ -132,7 +132,7 @@ def test_issue11_item13_params_bounded_before_any_work(tmp_path, params, match):
     assert __import__("re").search(match, proc.stdout), proc.stdout
 
 
-def test_issue11_item13_tampered_params_named_as_such(tmp_path):
+def test_tampered_params_named_as_such(tmp_path):
     path = tmp_path / "pw.xml"
     make_pw_store(path)
     p = json.loads(scrypt_file(path).read_text())
@@ -144,7 +144,7 @@ def test_issue11_item13_tampered_params_named_as_such(tmp_path):
         store.open(path, passphrase="wrong horse")
 
 
-def test_issue11_item13_old_untagged_file_still_opens_and_gets_its_tag(tmp_path):
+def test_old_untagged_file_still_opens_and_gets_its_tag(tmp_path):
     path = tmp_path / "pw.xml"
     make_pw_store(path)
     p = json.loads(scrypt_file(path).read_text())
@@ -158,7 +158,7 @@ def test_issue11_item13_old_untagged_file_still_opens_and_gets_its_tag(tmp_path)
     assert json.loads(scrypt_file(path).read_text()) == p  # upgraded, same salt and costs
 
 
-def test_issue11_item13_rotation_keeps_params_and_retags(tmp_path):
+def test_rotation_keeps_params_and_retags(tmp_path):
     path = tmp_path / "pw.xml"
     make_pw_store(path)
     p = json.loads(scrypt_file(path).read_text())
@@ -176,7 +176,7 @@ def test_issue11_item13_rotation_keeps_params_and_retags(tmp_path):
         assert s.get_string("k") == "v"
 
 
-def test_issue11_item13_scrypt_n_bounded_above(tmp_path):
+def test_scrypt_n_bounded_above(tmp_path):
     with pytest.raises(ValueError, match="2\\*\\*20"):
         store.open(tmp_path / "x.xml", passphrase=PW, scrypt_n=1 << 21)
     assert not list(tmp_path.iterdir())
@@ -208,7 +208,7 @@ def _race_create(path, costs):
 
 
 @pytest.mark.parametrize("costs", [(1024, 1024), (4096, 1024)], ids=["same-cost", "unequal-cost"])
-def test_issue11_item7_two_creators_of_one_passphrase_store(tmp_path, costs):
+def test_two_creators_of_one_passphrase_store(tmp_path, costs):
     # Unequal costs make the two derivations (and so the two first writes) end apart:
     # before the fix, the parameter file of one creator and the keysets of the other
     # were left together in about a third of the trials.
@@ -237,7 +237,7 @@ def _key(path, mode=0o600):
 
 
 @needs_root
-def test_issue11_item14_key_file_of_another_uid_refused(tmp_path):
+def test_key_file_of_another_uid_refused(tmp_path):
     key = tmp_path / "m.key"
     with store.open(tmp_path / "s.xml", master_key_file=key) as s:
         s.edit().put_string("k", "v").commit()
@@ -252,7 +252,7 @@ def test_issue11_item14_key_file_of_another_uid_refused(tmp_path):
         assert s.get_string("k") == "v"
 
 
-def test_issue11_item14_key_file_through_symlink_refused(tmp_path):
+def test_key_file_through_symlink_refused(tmp_path):
     key = tmp_path / "m.key"
     _key(key)
     (tmp_path / "link.key").symlink_to(key)
@@ -261,7 +261,7 @@ def test_issue11_item14_key_file_through_symlink_refused(tmp_path):
     assert not (tmp_path / "s.xml").exists()
 
 
-def test_issue11_item14_group_readable_key_refused(tmp_path):
+def test_group_readable_key_refused(tmp_path):
     key = tmp_path / "m.key"
     _key(key, 0o640)
     with pytest.raises(PermissionError, match="chmod 600"):
@@ -270,7 +270,7 @@ def test_issue11_item14_group_readable_key_refused(tmp_path):
 
 # ------------------------------------------------- item 10: links, mode, owner, key path
 
-def test_issue11_item10_commit_keeps_a_symlinked_store(tmp_path):
+def test_commit_keeps_a_symlinked_store(tmp_path):
     real_dir = tmp_path / "real"
     real_dir.mkdir()
     target = real_dir / "prefs.xml"
@@ -286,7 +286,7 @@ def test_issue11_item10_commit_keeps_a_symlinked_store(tmp_path):
     assert not [p for p in list(tmp_path.iterdir()) + list(real_dir.iterdir()) if p.suffix == ".tmp"]
 
 
-def test_issue11_item10_commit_through_relative_and_dangling_links(tmp_path):
+def test_commit_through_relative_and_dangling_links(tmp_path):
     (tmp_path / "sub").mkdir()
     link = tmp_path / "sub" / "p.xml"
     link.symlink_to("../target.xml")  # dangling until the first commit creates the target
@@ -295,7 +295,7 @@ def test_issue11_item10_commit_through_relative_and_dangling_links(tmp_path):
     assert link.is_symlink() and (tmp_path / "target.xml").is_file()
 
 
-def test_issue11_item10_commit_keeps_mode(tmp_path):
+def test_commit_keeps_mode(tmp_path):
     path = tmp_path / "p.xml"
     with store.open(path, encrypted=False) as s:
         s.edit().put_string("k", "v").commit()
@@ -306,7 +306,7 @@ def test_issue11_item10_commit_keeps_mode(tmp_path):
 
 
 @needs_root
-def test_issue11_item10_commit_keeps_owner(tmp_path):
+def test_commit_keeps_owner(tmp_path):
     path = tmp_path / "p.xml"
     with store.open(path, encrypted=False) as s:
         s.edit().put_string("k", "v").commit()
@@ -319,7 +319,7 @@ def test_issue11_item10_commit_keeps_owner(tmp_path):
 
 
 @pytest.mark.parametrize("how", ["same-path", "scrypt-path", "hard-link", "symlink-to-store"])
-def test_issue11_item10_key_file_must_not_be_a_store_file(tmp_path, how):
+def test_key_file_must_not_be_a_store_file(tmp_path, how):
     path = tmp_path / "s.xml"
     if how == "same-path":
         key = path
@@ -341,7 +341,7 @@ def test_issue11_item10_key_file_must_not_be_a_store_file(tmp_path, how):
 
 # ------------------------------------------------------------------------------ smaller
 
-def test_issue11_small_long_file_name_refused_at_open(tmp_path):
+def test_long_file_name_refused_at_open(tmp_path):
     name = "p" * 240 + ".xml"
     with pytest.raises(ValueError, match="at most 233 bytes"):
         store.open(tmp_path / name, encrypted=False)
@@ -351,7 +351,7 @@ def test_issue11_small_long_file_name_refused_at_open(tmp_path):
     assert (tmp_path / ok).is_file()
 
 
-def test_issue11_small_sparse_nul_file_refused_unread(tmp_path):
+def test_sparse_nul_file_refused_unread(tmp_path):
     path = tmp_path / "sparse.xml"
     with open(path, "wb") as f:
         f.truncate(2 << 30)
@@ -370,7 +370,7 @@ def test_issue11_small_sparse_nul_file_refused_unread(tmp_path):
     assert grew < 64, f"RSS grew {grew:.0f} MiB before refusing"
 
 
-def test_issue11_small_passphrase_for_key_file_store_says_key_file(tmp_path):
+def test_passphrase_for_key_file_store_says_key_file(tmp_path):
     path, key = tmp_path / "s.xml", tmp_path / "m.key"
     with store.open(path, master_key_file=key) as s:
         s.edit().put_string("k", "v").commit()
@@ -378,7 +378,7 @@ def test_issue11_small_passphrase_for_key_file_store_says_key_file(tmp_path):
         store.open(path, passphrase=PW)
 
 
-def test_issue11_small_key_file_for_passphrase_store_says_passphrase(tmp_path):
+def test_key_file_for_passphrase_store_says_passphrase(tmp_path):
     path = tmp_path / "pw.xml"
     make_pw_store(path)
     with pytest.raises(FileNotFoundError, match="sealed with a passphrase"):
@@ -389,14 +389,14 @@ def test_issue11_small_key_file_for_passphrase_store_says_passphrase(tmp_path):
         store.open(path, master_key_file=other)
 
 
-def test_issue11_small_key_file_error_names_the_users_path(tmp_path):
+def test_key_file_error_names_the_users_path(tmp_path):
     key = tmp_path / "no-such-dir" / "m.key"
     with pytest.raises(FileNotFoundError) as ei:
         store.open(tmp_path / "s.xml", master_key_file=key)
     assert str(key) in str(ei.value) and ".tmp" not in str(ei.value), str(ei.value)
 
 
-def test_issue11_item13_rotation_crash_between_the_two_files_stays_readable(tmp_path):
+def test_rotation_crash_between_the_two_files_stays_readable(tmp_path):
     # rotate(passphrase=) re-tags <path>.scrypt, then writes the store: a crash between
     # the two leaves a tag for the new passphrase beside a store sealed by the old one.
     path = tmp_path / "pw.xml"

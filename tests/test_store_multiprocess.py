@@ -102,7 +102,7 @@ def _writer(path: Path, opts: dict, prefix: str, n: int, mode: str) -> subproces
 
 
 @pytest.mark.parametrize("kind,mode", [("entries", "commit"), ("file", "apply"), ("plain", "commit")])
-def test_issue11_item6_two_processes_commit_different_keys(tmp_path, kind, mode):
+def test_two_processes_commit_different_keys(tmp_path, kind, mode):
     """Two processes each commit their own keys at the same time: none is lost."""
     path, opts, n = tmp_path / "shared.xml", _keyed(kind, tmp_path / "master.key"), 150
     with store.open(path, **opts) as s:  # the keys exist before the race
@@ -120,7 +120,7 @@ def test_issue11_item6_two_processes_commit_different_keys(tmp_path, kind, mode)
     assert got == expected
 
 
-def test_issue11_item6_two_processes_create_the_same_store(tmp_path):
+def test_two_processes_create_the_same_store(tmp_path):
     """Two processes creating one new store at once agree on one set of keysets."""
     for trial in range(3):
         path, opts = tmp_path / f"new{trial}.xml", _keyed("entries", tmp_path / "master.key")
@@ -133,7 +133,7 @@ def test_issue11_item6_two_processes_create_the_same_store(tmp_path):
 
 
 @pytest.mark.parametrize("kind", list(OPTIONS))
-def test_issue11_item6_two_store_objects_merge_per_key(tmp_path, kind):
+def test_two_store_objects_merge_per_key(tmp_path, kind):
     path, opts = tmp_path / "two.xml", _keyed(kind, tmp_path / "master.key")
     a = store.open(path, **opts)
     b = store.open(path, **opts)
@@ -153,7 +153,7 @@ def test_issue11_item6_two_store_objects_merge_per_key(tmp_path, kind):
         assert s.all() == {"shared": "b", "y": "from b"}
 
 
-def test_issue11_item6_clear_wins_over_other_writers(tmp_path):
+def test_clear_wins_over_other_writers(tmp_path):
     path, opts = tmp_path / "clear.xml", _keyed("entries", tmp_path / "master.key")
     with store.open(path, **opts) as a, store.open(path, **opts) as b:
         a.edit().put_string("old", "1").commit()
@@ -166,7 +166,7 @@ def test_issue11_item6_clear_wins_over_other_writers(tmp_path):
         assert s.all() == {"fresh": "3", "late": "4"}
 
 
-def test_issue11_item6_two_store_objects_in_threads(tmp_path):
+def test_two_store_objects_in_threads(tmp_path):
     """Two Store objects of one process committing from two threads: OFD locks exclude
     each other within a process too."""
     path, opts, n = tmp_path / "threads.xml", _keyed("entries", tmp_path / "master.key"), 100
@@ -193,7 +193,7 @@ def test_issue11_item6_two_store_objects_in_threads(tmp_path):
         assert s.all() == {f"{p}{i}": i for p in "ab" for i in range(n)}
 
 
-def test_issue11_item6_rotated_by_another_writer_fails_clearly(tmp_path):
+def test_rotated_by_another_writer_fails_clearly(tmp_path):
     path, opts = tmp_path / "rot.xml", _keyed("entries", tmp_path / "master.key")
     a = store.open(path, **opts)
     b = store.open(path, **opts)
@@ -257,7 +257,7 @@ COMMIT_WITH_TIMEOUT = """
 """
 
 
-def test_issue11_item6_lock_wait_times_out_naming_the_lock_file(tmp_path):
+def test_lock_wait_times_out_naming_the_lock_file(tmp_path):
     path, opts = tmp_path / "held.xml", _keyed("entries", tmp_path / "master.key")
     with store.open(path, **opts) as s:
         s.edit().put_string("k", "v").commit()
@@ -292,7 +292,7 @@ APPLY_WITH_TIMEOUT = """
 """
 
 
-def test_issue11_item6_background_write_lock_timeout_is_reported(tmp_path):
+def test_background_write_lock_timeout_is_reported(tmp_path):
     """apply()'s background write waits for the lock like commit() does, and its timeout
     reaches flush() instead of hanging it."""
     path, opts = tmp_path / "held-apply.xml", _keyed("entries", tmp_path / "master.key")
@@ -308,7 +308,7 @@ def test_issue11_item6_background_write_lock_timeout_is_reported(tmp_path):
     assert out.startswith("timeout") and f"{os.path.realpath(path)}-lock" in out, out
 
 
-def test_issue11_item6_lock_timeout_option_is_checked(tmp_path):
+def test_lock_timeout_option_is_checked(tmp_path):
     for bad in (-1, float("inf"), float("nan")):
         with pytest.raises(ValueError, match="lock_timeout"):
             store.open(tmp_path / "x.xml", encrypted=False, lock_timeout=bad)
@@ -319,7 +319,7 @@ def test_issue11_item6_lock_timeout_option_is_checked(tmp_path):
         assert s.get_int("n") == 1
 
 
-def test_issue11_item6_dead_lock_holder_releases_the_lock(tmp_path):
+def test_dead_lock_holder_releases_the_lock(tmp_path):
     path, opts = tmp_path / "dead.xml", _keyed("plain", tmp_path / "master.key")
     holder = _hold_lock(path, tmp_path / "never")
     assert _ofd_locked(Path(f"{path}-lock"))
@@ -353,7 +353,7 @@ WAIT_WITHOUT_GIL = """
 """
 
 
-def test_issue11_item6_lock_wait_releases_the_gil(tmp_path):
+def test_lock_wait_releases_the_gil(tmp_path):
     path, opts = tmp_path / "gil.xml", _keyed("entries", tmp_path / "master.key")
     with store.open(path, **opts):
         pass
@@ -369,7 +369,7 @@ def test_issue11_item6_lock_wait_releases_the_gil(tmp_path):
         assert s.all() == {"k": "v"}
 
 
-def test_issue11_item6_gets_take_no_file_lock(tmp_path):
+def test_gets_take_no_file_lock(tmp_path):
     """Reads never wait for a writer: with the lock held elsewhere, open/get/all work."""
     path, opts = tmp_path / "reads.xml", _keyed("entries", tmp_path / "master.key")
     with store.open(path, **opts) as s:
@@ -424,7 +424,7 @@ COMMITTER = """
 """
 
 
-def test_issue11_item4_opening_never_deletes_a_writers_temp_file(tmp_path):
+def test_opening_never_deletes_a_writers_temp_file(tmp_path):
     """A process opening and closing the store in a loop never breaks another's commits
     (it used to delete the committer's in-flight temp file: 1,852 of 2,000 failed)."""
     path, opts = tmp_path / "busy.xml", _keyed("plain", tmp_path / "master.key")
@@ -444,7 +444,7 @@ def _tmp_name(path: Path, pid: int, rnd: int = 0xABCDEF01) -> Path:
     return path.parent / f".{path.name}.{pid:08x}{rnd:08x}.tmp"
 
 
-def test_issue11_item4_temp_files_carry_the_writers_pid(tmp_path):
+def test_temp_files_carry_the_writers_pid(tmp_path):
     path = tmp_path / "named.xml"
     seen: set[str] = set()
     stop = threading.Event()
@@ -467,7 +467,7 @@ def test_issue11_item4_temp_files_carry_the_writers_pid(tmp_path):
     assert all(f.startswith(prefix) and len(f) == len(prefix) + 8 + 4 for f in seen), seen
 
 
-def test_issue11_item4_only_dead_writers_temp_files_are_removed(tmp_path):
+def test_only_dead_writers_temp_files_are_removed(tmp_path):
     path, opts = tmp_path / "sweep.xml", _keyed("entries", tmp_path / "master.key")
     with store.open(path, **opts) as s:
         s.edit().put_string("a", "1").commit()
@@ -495,7 +495,7 @@ def test_issue11_item4_only_dead_writers_temp_files_are_removed(tmp_path):
 
 @pytest.mark.parametrize("kind", ["entries", "file", "plain"])
 @pytest.mark.parametrize("clear", [False, True], ids=["put", "clear"])
-def test_issue11_item5_failed_commit_gives_back_its_claim_on_other_writers_keys(tmp_path, kind, clear):
+def test_failed_commit_gives_back_its_claim_on_other_writers_keys(tmp_path, kind, clear):
     """Store B's commit of k1 fails (RLIMIT_FSIZE) after store A committed k1: the undo takes
     back B's claim on k1, so B's next commit (of k2) merges A's k1 instead of writing B's old
     view over it; with clear(), A's keys come back too."""

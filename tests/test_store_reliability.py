@@ -67,7 +67,7 @@ def run_child(tmp_path: Path, body: str, timeout: float = 60) -> str:
 # ------------------------------------------------------------------ item 1: no hang
 
 
-def test_issue11_item1_failed_commit_then_flush_close_rotate_exit_do_not_hang(tmp_path):
+def test_failed_commit_then_flush_close_rotate_exit_do_not_hang(tmp_path):
     out = run_child(tmp_path, """
         s = store.open(path, master_key_file=mk)
         s.edit().put_string('a', '1').commit()
@@ -91,7 +91,7 @@ def test_issue11_item1_failed_commit_then_flush_close_rotate_exit_do_not_hang(tm
     assert "done" in out
 
 
-def test_issue11_item1_disk_full_commit_and_apply_do_not_hang(tmp_path):
+def test_disk_full_commit_and_apply_do_not_hang(tmp_path):
     """RLIMIT_FSIZE: writes past the limit fail with EFBIG (SIGXFSZ ignored)."""
     out = run_child(tmp_path, """
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -114,7 +114,7 @@ def test_issue11_item1_disk_full_commit_and_apply_do_not_hang(tmp_path):
     assert "done" in out
 
 
-def test_issue11_item1_failed_rotate_does_not_hang_and_keeps_everything(tmp_path):
+def test_failed_rotate_does_not_hang_and_keeps_everything(tmp_path):
     out = run_child(tmp_path, """
         s = store.open(path, master_key_file=mk)
         s.edit().put_string('a', '1').put_int('n', 5).commit()
@@ -138,7 +138,7 @@ def test_issue11_item1_failed_rotate_does_not_hang_and_keeps_everything(tmp_path
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
 @pytest.mark.parametrize("child", ["close", "apply_flush", "exit"])
-def test_issue11_item2_fork_child_uses_the_store(tmp_path, child):
+def test_fork_child_uses_the_store(tmp_path, child):
     out = run_child(tmp_path, f"""
         import warnings
         warnings.simplefilter('ignore', DeprecationWarning)   # fork with threads
@@ -174,7 +174,7 @@ def test_issue11_item2_fork_child_uses_the_store(tmp_path, child):
 # ------------------------------------------------------------------ item 3: GIL
 
 
-def test_issue11_item3_all_with_gc_and_a_reader_thread_does_not_deadlock(tmp_path):
+def test_all_with_gc_and_a_reader_thread_does_not_deadlock(tmp_path):
     out = run_child(tmp_path, """
         s = store.open(path, master_key_file=mk)
         e = s.edit()
@@ -203,7 +203,7 @@ def test_issue11_item3_all_with_gc_and_a_reader_thread_does_not_deadlock(tmp_pat
     assert "done" in out
 
 
-def test_issue11_item3_big_rotate_and_all_do_not_freeze_other_threads(tmp_path):
+def test_big_rotate_and_all_do_not_freeze_other_threads(tmp_path):
     out = run_child(tmp_path, """
         s = store.open(path, master_key_file=mk, faithful=True)   # per-call key setup: a slow rotate
         e = s.edit()
@@ -246,7 +246,7 @@ def test_issue11_item3_big_rotate_and_all_do_not_freeze_other_threads(tmp_path):
 # ------------------------------------------------------- item 5: failures are kept
 
 
-def test_issue11_item5_failed_commit_leaves_memory_equal_to_disk(tmp_path):
+def test_failed_commit_leaves_memory_equal_to_disk(tmp_path):
     out = run_child(tmp_path, """
         s = store.open(path, master_key_file=mk, cache=True)
         s.edit().put_string('owner', 'alice').put_int('n', 1).commit()
@@ -267,7 +267,7 @@ def test_issue11_item5_failed_commit_leaves_memory_equal_to_disk(tmp_path):
     assert "done" in out
 
 
-def test_issue11_item5_failed_apply_stays_pending(tmp_path):
+def test_failed_apply_stays_pending(tmp_path):
     out = run_child(tmp_path, """
         s = store.open(path, master_key_file=mk)
         s.edit().put_string('a', '1').commit()
@@ -311,7 +311,7 @@ def test_issue11_item5_failed_apply_stays_pending(tmp_path):
 # ------------------------------------------------------------- item 8: editors
 
 
-def test_issue11_item8_editor_shared_between_threads_loses_no_op(tmp_path, mk):
+def test_editor_shared_between_threads_loses_no_op(tmp_path, mk):
     path = tmp_path / "e.xml"
     s = store.open(path, master_key_file=mk)
     e = s.edit()
@@ -344,7 +344,7 @@ def test_issue11_item8_editor_shared_between_threads_loses_no_op(tmp_path, mk):
         assert s2.all() == {f"k{i}": i for i in range(n)}
 
 
-def test_issue11_small_editor_keeps_one_op_per_key(tmp_path):
+def test_editor_keeps_one_op_per_key(tmp_path):
     out = run_child(tmp_path, """
         s = store.open(path, master_key_file=mk)
         e = s.edit()
@@ -371,7 +371,7 @@ def test_issue11_small_editor_keeps_one_op_per_key(tmp_path):
 # ----------------------------------------------------------- item 9: rollback
 
 
-def test_issue11_item9_failed_rotate_keeps_applies_made_meanwhile(tmp_path):
+def test_failed_rotate_keeps_applies_made_meanwhile(tmp_path):
     out = run_child(tmp_path, """
         s = store.open(path, master_key_file=mk)
         e = s.edit()
@@ -410,7 +410,7 @@ def test_issue11_item9_failed_rotate_keeps_applies_made_meanwhile(tmp_path):
 
 @pytest.mark.skipif(os.environ.get("PCB_SANITIZED") == "1",
                     reason="ASan's shadow memory does not fit under an RLIMIT_AS")
-def test_issue11_item9_out_of_memory_apply_is_all_or_nothing(tmp_path):
+def test_out_of_memory_apply_is_all_or_nothing(tmp_path):
     """RLIMIT_AS: the map cannot grow for a big commit; nothing of it may stay."""
     out = run_child(tmp_path, """
         s = store.open(path, master_key_file=mk)
@@ -448,7 +448,7 @@ def test_issue11_item9_out_of_memory_apply_is_all_or_nothing(tmp_path):
     assert "done" in out
 
 
-def test_issue11_small_ctrl_c_during_store_bench_acts_within_a_second(tmp_path):
+def test_ctrl_c_during_store_bench_acts_within_a_second(tmp_path):
     """A signal handler's exception while a big bench instance is populated
     (GIL released) is raised within a fraction of a second, not at the end."""
     out = run_child(tmp_path, """

@@ -56,7 +56,7 @@ def _run(code: str, *args: str) -> str:
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_issue17_item1_lazy_rotation_after_another_store_objects_commit(tmp_path, kind):
+def test_lazy_rotation_after_another_store_objects_commit(tmp_path, kind):
     path, mk = tmp_path / "s.xml", tmp_path / "mk.bin"
     opts = _opts(kind, mk)
     a = store.open(str(path), **opts)
@@ -75,7 +75,7 @@ def test_issue17_item1_lazy_rotation_after_another_store_objects_commit(tmp_path
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_issue17_item1_lazy_rotation_after_another_process_commits(tmp_path, kind):
+def test_lazy_rotation_after_another_process_commits(tmp_path, kind):
     path, mk = tmp_path / "s.xml", tmp_path / "mk.bin"
     opts = _opts(kind, mk)
     a = store.open(str(path), **opts)
@@ -93,7 +93,7 @@ def test_issue17_item1_lazy_rotation_after_another_process_commits(tmp_path, kin
         assert s.all() == {"a0": "A", "b0": "B", "a1": "A1"}
 
 
-def test_issue17_item1_other_writers_keep_committing_after_a_lazy_rotation(tmp_path):
+def test_other_writers_keep_committing_after_a_lazy_rotation(tmp_path):
     """A Store that opened before another one's lazy rotation adopts the rotated value keyset
     (a superset of its own) at its next commit instead of refusing it as a re-keying."""
     path, mk = tmp_path / "s.xml", tmp_path / "mk.bin"
@@ -112,7 +112,7 @@ def test_issue17_item1_other_writers_keep_committing_after_a_lazy_rotation(tmp_p
     assert _value_key_count(path) == 2
 
 
-def test_issue17_item1_five_writers_and_a_lazy_rotator(tmp_path):
+def test_five_writers_and_a_lazy_rotator(tmp_path):
     """The issue's race: five writer processes and one lazy rotator; every rotation and every
     commit succeeds, and nobody's keys are lost."""
     path, mk = tmp_path / "s.xml", tmp_path / "mk.bin"
@@ -149,7 +149,7 @@ def test_issue17_item1_five_writers_and_a_lazy_rotator(tmp_path):
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_issue17_item1_failed_lazy_rotation_restores_exactly(tmp_path, kind):
+def test_failed_lazy_rotation_restores_exactly(tmp_path, kind):
     """The path replaced by a directory: the lazy rotation fails, and afterwards nothing is
     pending (flush/close succeed), the value keyset is as before (one key), and the next
     commit writes the old keyset."""
@@ -177,7 +177,7 @@ def test_issue17_item1_failed_lazy_rotation_restores_exactly(tmp_path, kind):
         assert _value_key_count(path) == 1
 
 
-def test_issue17_item1_failed_lazy_rotation_never_applied_reports_nothing_pending(tmp_path):
+def test_failed_lazy_rotation_never_applied_reports_nothing_pending(tmp_path):
     path, mk = tmp_path / "s.xml", tmp_path / "mk.bin"
     opts = _opts("entries", mk)
     store.open(str(path), **opts).close()
@@ -191,7 +191,7 @@ def test_issue17_item1_failed_lazy_rotation_never_applied_reports_nothing_pendin
     shutil.rmtree(path)
 
 
-def test_issue17_failed_commit_after_a_merge_puts_memory_back_as_before(tmp_path):
+def test_failed_commit_after_a_merge_puts_memory_back_as_before(tmp_path):
     """A commit that merges another writer's change and then fails to write leaves memory as
     it was before the commit (the merge undone too), and the next commit merges again."""
     code = """

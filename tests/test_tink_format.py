@@ -199,7 +199,7 @@ def put_all(s, typed):
 @pytest.mark.parametrize("venc", ["gcm", "chacha20-poly1305"])
 @pytest.mark.parametrize("faithful", [False, True])
 @pytest.mark.parametrize("with_info", [True, False], ids=["java-with-keyset-info", "no-keyset-info"])
-def test_issue12_tink_written_file_opens_in_store(tmp_path, master, venc, faithful, with_info):
+def test_tink_written_file_opens_in_store(tmp_path, master, venc, faithful, with_info):
     kf, key = master
     path = tmp_path / "device_prefs.xml"
     TinkEsp(key, chacha=venc != "gcm", with_info=with_info).write(path, TYPED)
@@ -213,7 +213,7 @@ def test_issue12_tink_written_file_opens_in_store(tmp_path, master, venc, faithf
 
 
 @pytest.mark.parametrize("venc", ["gcm", "chacha20-poly1305"])
-def test_issue12_store_written_file_reads_in_tink(tmp_path, master, venc):
+def test_store_written_file_reads_in_tink(tmp_path, master, venc):
     kf, key = master
     path = tmp_path / "ours.xml"
     with store.open(path, master_key_file=kf, value_encryption=venc) as s:
@@ -222,7 +222,7 @@ def test_issue12_store_written_file_reads_in_tink(tmp_path, master, venc):
     assert got == {n: (t, v) for n, t, v in TYPED}
 
 
-def test_issue12_keyset_bytes_are_tinks(tmp_path, master):
+def test_keyset_bytes_are_tinks(tmp_path, master):
     """The store's keyset text is an EncryptedKeyset tink parses; keyset_info is the one tink
     derives from the decrypted keyset; the Keyset holds exactly what Tink's key managers
     make (version 0, SYMMETRIC, ENABLED, TINK, 64- and 32-byte keys)."""
@@ -251,7 +251,7 @@ def test_issue12_keyset_bytes_are_tinks(tmp_path, master):
         assert plain == ks.SerializeToString()
 
 
-def test_issue12_rotated_tink_keysets_open_in_store(tmp_path, master):
+def test_rotated_tink_keysets_open_in_store(tmp_path, master):
     """Keysets with several keys, as Tink writes them after a rotation: entries under the
     old and the new primary all read; new entries go under the primary."""
     kf, key = master
@@ -279,7 +279,7 @@ def test_issue12_rotated_tink_keysets_open_in_store(tmp_path, master):
     assert base64.b64decode(raw[n])[1:5] == struct.pack(">I", new_primary)
 
 
-def test_issue12_reference_reads_rotated_keysets(tmp_path, master):
+def test_reference_reads_rotated_keysets(tmp_path, master):
     """tests/esp_reference.py (no tink) reads a tink-written rotated file too."""
     kf, key = master
     path = tmp_path / "rotated_ref.xml"
@@ -295,7 +295,7 @@ def test_issue12_reference_reads_rotated_keysets(tmp_path, master):
 
 # --------------------------------------------------------- options and master
 
-def test_issue12_gcm_keyset_refused_as_chacha_and_back(tmp_path, master):
+def test_gcm_keyset_refused_as_chacha_and_back(tmp_path, master):
     kf, key = master
     gcm, cha = tmp_path / "gcm.xml", tmp_path / "cha.xml"
     TinkEsp(key).write(gcm, TYPED[:2])
@@ -308,7 +308,7 @@ def test_issue12_gcm_keyset_refused_as_chacha_and_back(tmp_path, master):
     assert (gcm.read_bytes(), cha.read_bytes()) == before
 
 
-def test_issue12_siv_keyset_type_checked(tmp_path, master):
+def test_siv_keyset_type_checked(tmp_path, master):
     """A key keyset that is not AesSivKey (here an AES-GCM keyset) is refused naming both."""
     kf, key = master
     path = tmp_path / "notsiv.xml"
@@ -321,7 +321,7 @@ def test_issue12_siv_keyset_type_checked(tmp_path, master):
         store.open(path, master_key_file=kf)
 
 
-def test_issue12_wrong_master_key_on_device_file(tmp_path, master):
+def test_wrong_master_key_on_device_file(tmp_path, master):
     kf, key = master
     path = tmp_path / "device.xml"
     TinkEsp(key).write(path, TYPED)
@@ -336,7 +336,7 @@ def test_issue12_wrong_master_key_on_device_file(tmp_path, master):
     assert sorted(os.listdir(tmp_path)) == ["device.xml", "master.key", "other.key"]
 
 
-def test_issue12_aes128_gcm_keyset_refused(tmp_path, master):
+def test_aes128_gcm_keyset_refused(tmp_path, master):
     kf, key = master
     path = tmp_path / "aes128.xml"
     esp = TinkEsp(key)
@@ -391,7 +391,7 @@ BROKEN_MESSAGES = {
 
 
 @pytest.mark.parametrize("case", sorted(BROKEN_INNER))
-def test_issue12_strict_keyset_decoder(tmp_path, master, case):
+def test_strict_keyset_decoder(tmp_path, master, case):
     """A malformed Keyset inside a keyset that decrypts: StoreFormatError naming the keyset,
     the field and what is wrong; the file untouched."""
     kf, key = master
@@ -419,7 +419,7 @@ def test_issue12_strict_keyset_decoder(tmp_path, master, case):
     ("10" + "ff" * 9 + "02", "longer than 10 bytes"),
     ("15" + "00" * 4, "wire type"),
 ])
-def test_issue12_strict_encrypted_keyset(tmp_path, master, outer, match):
+def test_strict_encrypted_keyset(tmp_path, master, outer, match):
     kf, key = master
     path = tmp_path / "outer.xml"
     TinkEsp(key).write(path, [])
@@ -431,7 +431,7 @@ def test_issue12_strict_encrypted_keyset(tmp_path, master, outer, match):
     assert ref.KEY_KEYSET_NAME in str(ei.value)
 
 
-def test_issue12_keyset_info_refused_before_any_key(tmp_path):
+def test_keyset_info_refused_before_any_key(tmp_path):
     """keyset_info is plaintext: a type mismatch is refused before a master key is read or
     created (a missing key file stays missing)."""
     key = os.urandom(32)
@@ -446,7 +446,7 @@ def test_issue12_keyset_info_refused_before_any_key(tmp_path):
 # ---------------------------------------------------------- earlier releases
 
 @pytest.mark.parametrize("parses", [False, True], ids=["plain", "parses-as-encrypted-keyset"])
-def test_issue12_pre_tink_keysets_read_and_upgraded(tmp_path, master, parses):
+def test_pre_tink_keysets_read_and_upgraded(tmp_path, master, parses):
     """Files of earlier releases (keysets hex(nonce || GCM(master, kid || key) || tag)) open
     for one release; the next write stores Tink's keysets, which tink then reads. With
     parses, each nonce starts 0x12 <length of the rest>, so the old text is also a
@@ -475,7 +475,7 @@ def test_issue12_pre_tink_keysets_read_and_upgraded(tmp_path, master, parses):
     assert TinkEsp(key).read(path) == {"a": (STRING, "b"), "n": (INT, 5), "c": (STRING, "d")}
 
 
-def test_issue11_item12_pre_tink_file_under_the_other_aead_is_refused(tmp_path, master):
+def test_pre_tink_file_under_the_other_aead_is_refused(tmp_path, master):
     """An earlier release's keyset names no AEAD: its entries tell (the first that
     authenticates under either AEAD), so a GCM file opened as ChaCha is refused naming both
     and left untouched."""
@@ -501,7 +501,7 @@ def test_issue11_item12_pre_tink_file_under_the_other_aead_is_refused(tmp_path, 
 
 # ------------------------------------------------------------------- inspect
 
-def test_issue12_inspect_device_file_without_key(tmp_path, master):
+def test_inspect_device_file_without_key(tmp_path, master):
     """store.inspect on a rotated Tink file: key ids, types, status, primary from
     keyset_info; entries per key id; no key needed, nothing written."""
     kf, key = master
@@ -532,7 +532,7 @@ def test_issue12_inspect_device_file_without_key(tmp_path, master):
     assert "AesSivKey ENABLED TINK" in text and "(primary)" in text
 
 
-def test_issue12_inspect_layouts_and_formats(tmp_path, master):
+def test_inspect_layouts_and_formats(tmp_path, master):
     kf, key = master
     with store.open(tmp_path / "lean.xml", master_key_file=kf, key_encryption="none",
                     value_encryption="chacha20-poly1305") as s:
@@ -569,7 +569,7 @@ def _child_env() -> dict:
     return child_env()
 
 
-def test_issue12_cli_store_inspect(tmp_path, master):
+def test_cli_store_inspect(tmp_path, master):
     import json
     kf, key = master
     path = tmp_path / "cli.xml"
@@ -593,7 +593,7 @@ def test_issue12_cli_store_inspect(tmp_path, master):
 
 @pytest.mark.parametrize("venc", ["gcm", "chacha20-poly1305"])
 @pytest.mark.parametrize("faithful", [False, True])
-def test_issue12_lazy_rotation(tmp_path, master, venc, faithful):
+def test_lazy_rotation(tmp_path, master, venc, faithful):
     """rotate(lazy=True): a new primary value key, nothing re-encrypted; old and new entries
     read back (store, tink, the reference); the keyset holds both keys."""
     kf, key = master
@@ -625,7 +625,7 @@ def test_issue12_lazy_rotation(tmp_path, master, venc, faithful):
     assert ref.read_store(path, key, value_encryption=venc) == want
 
 
-def test_issue12_lazy_then_full_rotation(tmp_path, master):
+def test_lazy_then_full_rotation(tmp_path, master):
     kf, key = master
     path = tmp_path / "both.xml"
     with store.open(path, master_key_file=kf) as s:
@@ -642,7 +642,7 @@ def test_issue12_lazy_then_full_rotation(tmp_path, master):
     assert TinkEsp(key).read(path)["x"] == (STRING, "y")
 
 
-def test_issue12_lazy_rotation_layout_file_and_refusals(tmp_path, master):
+def test_lazy_rotation_layout_file_and_refusals(tmp_path, master):
     kf, key = master
     with store.open(tmp_path / "f.xml", master_key_file=kf, layout="file") as s:
         s.edit().put_string("a", "b").commit()
@@ -666,7 +666,7 @@ def test_issue12_lazy_rotation_layout_file_and_refusals(tmp_path, master):
             s.rotate(lazy=1)
 
 
-def test_issue12_lazy_rotation_key_limit(tmp_path, master):
+def test_lazy_rotation_key_limit(tmp_path, master):
     kf, key = master
     path = tmp_path / "limit.xml"
     with store.open(path, master_key_file=kf) as s:
@@ -682,7 +682,7 @@ def test_issue12_lazy_rotation_key_limit(tmp_path, master):
         assert len(s.all()) == 32
 
 
-def test_issue12_bench_rotate_lazy_workload(tmp_path):
+def test_bench_rotate_lazy_workload(tmp_path):
     """The rotate_lazy workload runs past a keyset's 32 keys (a full rotation, untimed,
     starts it again) and is refused where there is no value key to add."""
     from pycipherbench import _core
@@ -792,7 +792,7 @@ def _have_backend(name):
 
 
 @pytest.mark.parametrize("faithful,backend", [(False, None), (True, None), (False, "gcrypt")])
-def test_issue17_nonprimary_keys_of_every_prefix_type_read(tmp_path, master, faithful, backend):
+def test_nonprimary_keys_of_every_prefix_type_read(tmp_path, master, faithful, backend):
     """Both keysets: a TINK primary plus ENABLED RAW, LEGACY and CRUNCHY keys; names and
     values sealed by tink under each. The store opens (it refused: 'output prefix type 3'),
     reads every entry, writes under the TINK primary, and tink reads what it wrote; a
@@ -855,7 +855,7 @@ def test_issue17_nonprimary_keys_of_every_prefix_type_read(tmp_path, master, fai
 
 
 @pytest.mark.parametrize("with_raw", [False, True], ids=["no-raw-key", "raw-key-present"])
-def test_issue17_disabled_keys_do_not_decrypt(tmp_path, master, with_raw):
+def test_disabled_keys_do_not_decrypt(tmp_path, master, with_raw):
     """Entries under DISABLED keys (of any prefix) read as the store reports an unreadable
     entry (DecryptionError naming it); the others read; remove() then clears them."""
     kf, key = master
@@ -895,7 +895,7 @@ def test_issue17_disabled_keys_do_not_decrypt(tmp_path, master, with_raw):
 
 @pytest.mark.parametrize("which", ["key", "value"])
 @pytest.mark.parametrize("prefix", ["LEGACY", "RAW", "CRUNCHY"])
-def test_issue17_primary_not_tink_refused_naming_it(tmp_path, master, which, prefix):
+def test_primary_not_tink_refused_naming_it(tmp_path, master, which, prefix):
     """A keyset whose primary is not TINK (Tink allows it; ESP never makes it): refused at
     open naming the prefix type, since every entry the store writes carries TINK's prefix.
     The file is left as it was."""
@@ -925,11 +925,11 @@ def test_issue17_primary_not_tink_refused_naming_it(tmp_path, master, which, pre
 
 @pytest.mark.parametrize("venc", ["gcm", "chacha20-poly1305"])
 @pytest.mark.parametrize("prefix", ["TINK", "LEGACY", "RAW"])
-def test_issue17_nonprimary_key_of_the_other_aead_reads(tmp_path, master, venc, prefix):
+def test_nonprimary_key_of_the_other_aead_reads(tmp_path, master, venc, prefix):
     """A value keyset whose primary is the store's AEAD and a non-primary ENABLED key is the
     other AEAD this store knows (AesGcmKey in a ChaCha20-Poly1305 store and back), as Tink's
     AeadConfig decrypts: its entries read; new values go under the primary. The primary of
-    the other type stays refused (test_issue12_gcm_keyset_refused_as_chacha_and_back)."""
+    the other type stays refused (test_gcm_keyset_refused_as_chacha_and_back)."""
     kf, key = master
     path = tmp_path / "mixed.xml"
     esp = TinkEsp(key)
@@ -964,7 +964,7 @@ def test_issue17_nonprimary_key_of_the_other_aead_reads(tmp_path, master, venc, 
         store.open(path, master_key_file=kf, value_encryption=venc)
 
 
-def test_issue17_nonprimary_key_of_an_unknown_type_refused(tmp_path, master):
+def test_nonprimary_key_of_an_unknown_type_refused(tmp_path, master):
     """A non-primary XChaCha20Poly1305Key (an AEAD Tink knows, this store does not): refused
     at open naming its type, as Tink fails without that key type registered."""
     kf, key = master
