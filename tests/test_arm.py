@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import subprocess
+import tempfile
 import sys
 import textwrap
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import pycipherbench as pcb
+from conftest import child_env  # noqa: E402
 from pycipherbench import _core, _hwaes, _machine
 
 REPO = Path(__file__).resolve().parent.parent
@@ -26,11 +28,11 @@ aarch64_only = pytest.mark.skipif(not AARCH64, reason="needs an aarch64 interpre
 
 
 def _child(script, *args, env_extra=None):
-    env = dict(os.environ)
-    env.update(env_extra or {})
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return subprocess.run([sys.executable, "-c", script, *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
+    # The pycipherbench under test (installed or built in place), from a neutral directory:
+    # "python -c" in the checkout would import its sources without the extension.
+    env = child_env(**(env_extra or {}))
+    return subprocess.run([sys.executable, "-c", script, *args], cwd=tempfile.gettempdir(),
+                          env=env, capture_output=True, text=True, timeout=600)
 
 
 # --------------------------------------------------------------- fingerprint (everywhere)

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 import sys
 
 import pytest
 
 import pycipherbench as pcb
+from conftest import child_env  # noqa: E402
 from pycipherbench import _output, cli
 from pycipherbench._hwaes import python_command
 
@@ -24,9 +26,9 @@ def run_cli(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess[s
 
 
 def run_python(code: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    # the pycipherbench under test, from a neutral directory (not the checkout's sources)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=600, check=False, env=env, cwd=ROOT)
+                          timeout=600, check=False, env=child_env(), cwd=tempfile.gettempdir())
 
 
 def tiny_sweep(tmp_path, name: str = "r.json") -> str:

@@ -9,12 +9,14 @@ import platform
 import random
 import re
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
 import pytest
 
 import pycipherbench as pcb
+from conftest import child_env  # noqa: E402
 from pycipherbench import _core, store
 
 FLOOR = next(b for b in pcb.backends() if b["name"] == "floor")
@@ -231,9 +233,9 @@ def test_openssl_ia32cap_hides_the_floor_as_it_hides_openssls_aes(tmp_path):
             "    s.edit().put_string('a', 'b').commit()\n"
             "    assert s.get_string('a') == 'b'\n"
             "print('ok')\n")
-    env = dict(os.environ, OPENSSL_ia32cap="~0x200000200000000:~0x60000000000",
-               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    env = child_env(OPENSSL_ia32cap="~0x200000200000000:~0x60000000000")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         cwd=tempfile.gettempdir(),
                          timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
 
@@ -282,7 +284,8 @@ def test_the_eight_block_loop_agrees_where_vaes_would_run_instead(tmp_path):
             "        assert ct == p.encrypt('AES/GCM/NoPadding', key, d, iv=iv, aad=aad), (kl, n)\n"
             "        assert p.decrypt('AES/GCM/NoPadding', key, ct, iv=iv, aad=aad, backend='floor') == d\n"
             "print('ok')\n")
-    env = dict(os.environ, PCB_FLOOR_NO_VAES="1", PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    env = child_env(PCB_FLOOR_NO_VAES="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         cwd=tempfile.gettempdir(),
                          timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
