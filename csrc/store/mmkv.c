@@ -23,6 +23,13 @@
 #endif
 
 #include <openssl/crypto.h>
+
+/* memcpy that takes (NULL, 0): an empty name, value or key may come as a NULL pointer. */
+static inline void copy_bytes(void *dst, const void *src, size_t n)
+{
+    if (n)
+        memcpy(dst, src, n);
+}
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
@@ -255,7 +262,7 @@ static int remap(pcb_mmkv *m, size_t size, pcb_status *st)
         if (!q)
             return pcb_oom(st);
         if (m->plain) {
-            memcpy(q, m->plain, m->actual);
+            copy_bytes(q, m->plain, m->actual);
             OPENSSL_cleanse(m->plain, m->actual);
             free(m->plain);
         }
@@ -296,10 +303,10 @@ static int write_back(pcb_mmkv *m, const uint8_t *skip, size_t skip_len, size_t 
         ent ne = *e;
         pos += put_varint(buf + pos, e->name_len);
         ne.name_off = (uint32_t)pos;
-        memcpy(buf + pos, c + e->name_off, e->name_len), pos += e->name_len;
+        copy_bytes(buf + pos, c + e->name_off, e->name_len), pos += e->name_len;
         pos += put_varint(buf + pos, e->val_len);
         ne.val_off = (uint32_t)pos;
-        memcpy(buf + pos, c + e->val_off, e->val_len), pos += e->val_len;
+        copy_bytes(buf + pos, c + e->val_off, e->val_len), pos += e->val_len;
         size_t mask = m->tab_cap - 1, j = ne.hash & mask;
         while (tab[j].used)
             j = (j + 1) & mask;
@@ -430,7 +437,7 @@ int pcb_mmkv_open(const char *path, const uint8_t *key, size_t key_len, pcb_mmkv
     pthread_mutex_init(&m->mu, NULL);
     m->fd = m->meta_fd = -1;
     m->encrypted = key_len > 0;
-    memcpy(m->key, key, key_len); /* zero-padded to 16 bytes */
+    copy_bytes(m->key, key, key_len); /* zero-padded to 16 bytes */
     size_t meta_size = 0;
     int ok = map_file(path, MMKV_PAGE, &m->fd, &m->map, &m->map_size, st)
              && map_file(meta_path, META_SIZE, &m->meta_fd, &m->meta, &meta_size, st)
@@ -483,7 +490,7 @@ int pcb_mmkv_get(pcb_mmkv *m, const uint8_t *name, size_t name_len, uint8_t **va
         if (!(*value = malloc(e->val_len)))
             r = -1, pcb_oom(st);
         else
-            memcpy(*value, content(m) + e->val_off, e->val_len), r = 1;
+            copy_bytes(*value, content(m) + e->val_off, e->val_len), r = 1;
     }
     pthread_mutex_unlock(&m->mu);
     return r;
@@ -510,10 +517,10 @@ int pcb_mmkv_put(pcb_mmkv *m, const uint8_t *name, size_t name_len, const uint8_
         return pcb_oom(st);
     size_t pos = put_varint(rec, (uint32_t)name_len);
     uint32_t noff = (uint32_t)pos;
-    memcpy(rec + pos, name, name_len), pos += name_len;
+    copy_bytes(rec + pos, name, name_len), pos += name_len;
     pos += put_varint(rec + pos, (uint32_t)value_len);
     uint32_t voff = (uint32_t)pos;
-    memcpy(rec + pos, value, value_len);
+    copy_bytes(rec + pos, value, value_len);
     pthread_mutex_lock(&m->mu);
     int ok = 4 + (size_t)m->actual + r <= m->map_size || write_back(m, name, name_len, r, st);
     if (ok) {
