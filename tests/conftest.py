@@ -22,6 +22,7 @@ if os.environ.get("PCB_SANITIZED"):
 
 
 # -- shared scaffolding (fixtures and helpers several test files used to copy)
+import subprocess  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
@@ -65,3 +66,58 @@ def master(tmp_path: Path) -> tuple[Path, bytes]:
     os.write(fd, key)
     os.close(fd)
     return kf, key
+
+
+#: Seconds after which a child process of a test counts as hung (a generous bound, never a
+#: timing assertion: a correct child finishes in a fraction of it).
+CHILD_TIMEOUT = 120
+
+
+def spawn_child(code: str, *args: str, stdin: bool = True) -> "subprocess.Popen[str]":
+    """``python -c code args...`` importing this very pycipherbench (:func:`child_env`),
+    from a neutral directory (so that ``-c`` never imports a checkout's sources without
+    their extension); text pipes for stdout and stderr, and stdin unless ``stdin=False``."""
+    import tempfile
+    import textwrap
+
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], env=child_env(),
+                            cwd=tempfile.gettempdir(),
+                            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish_child(p: "subprocess.Popen[str]", timeout: float = CHILD_TIMEOUT) -> str:
+    """The child's stdout once it exits 0; a test failure if it hangs past ``timeout``
+    (killed, its output shown) or fails."""
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        pytest.fail(f"child hung; stdout={out!r} stderr={err[-2000:]!r}")
+    assert p.returncode == 0, f"child failed ({p.returncode}): {out[-2000:]} {err[-3000:]}"
+    return out
+
+
+#: A child that holds a store's writer lock file (argv[1]) until a file (argv[2]) appears:
+#: the OFD lock the store takes, and flock, the store's fallback (PCB_FORCE_FALLBACKS=1
+#: builds, systems without OFD locks), which on Linux neither sees nor is seen by an OFD lock.
+LOCK_HOLDER = """
+    import fcntl, os, struct, sys, time
+    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+    if hasattr(fcntl, "F_OFD_SETLKW"):  # struct flock: type, whence, start, len, pid (0: OFD)
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLKW, struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    print("locked", flush=True)
+    while not os.path.exists(sys.argv[2]):
+        time.sleep(0.01)
+    print("released", flush=True)
+"""
+
+
+def hold_lock(lock_file: "Path | str", release: "Path | str") -> "subprocess.Popen[str]":
+    """A :data:`LOCK_HOLDER` child, returned once it holds ``lock_file``; it lets go when
+    ``release`` exists (then :func:`finish_child` it)."""
+    p = spawn_child(LOCK_HOLDER, str(lock_file), str(release), stdin=False)
+    assert p.stdout.readline().strip() == "locked", p.stderr.read()
+    return p

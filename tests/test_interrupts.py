@@ -46,12 +46,20 @@ def facts(out: str) -> dict[str, object]:
 
 
 # -- a long sample is cut between two slices
-@pytest.mark.parametrize("hw_threads", [1, 2], ids=["one thread", "two threads"])
-def test_sigint_cuts_a_long_cipher_sample(package_root: str, hw_threads: int) -> None:
+KERNELS = {
+    "cipher, one thread": '_core.Kernel("AES/CTR/NoPadding", payload=16384, threads=1)',
+    "cipher, two threads": '_core.Kernel("AES/CTR/NoPadding", payload=16384, threads=2)',
+    "store get": '_core.StoreKernel("get", directory=DIR, n_keys=1000)',
+}
+
+
+@pytest.mark.parametrize("kernel", list(KERNELS.values()), ids=list(KERNELS))
+def test_sigint_cuts_a_long_sample(package_root: str, tmp_path: Path, kernel: str) -> None:
     r = child(package_root, f"""
         import json, os, threading
         from pycipherbench import _core
-        k = _core.Kernel("AES/CTR/NoPadding", payload=16384, threads={hw_threads})
+        DIR = {str(tmp_path)!r}
+        k = {kernel}
         n = k.calibrate(0.02, 0.0)            # n operations last about 20 ms
         asked = n * 3000                      # about a minute
         threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
@@ -61,6 +69,8 @@ def test_sigint_cuts_a_long_cipher_sample(package_root: str, hw_threads: int) ->
         except KeyboardInterrupt:
             cut = True
         done, slices = k.last_call
+        if hasattr(k, "close"):
+            k.close()
         print(json.dumps(dict(cut=cut, asked=asked, done=done, slices=slices)))
     """)
     assert r.returncode == 0, r.stderr
@@ -68,28 +78,6 @@ def test_sigint_cuts_a_long_cipher_sample(package_root: str, hw_threads: int) ->
     assert f["cut"], f
     assert 0 < f["done"] < f["asked"] // 10, f   # stopped early: not at the end of the sample
     assert f["slices"] >= 2, f
-
-
-def test_sigint_cuts_a_long_store_sample(package_root: str, tmp_path: Path) -> None:
-    r = child(package_root, f"""
-        import json, os, threading
-        from pycipherbench import _core
-        k = _core.StoreKernel("get", directory={str(tmp_path)!r}, n_keys=1000)
-        n = k.calibrate(0.02, 0.0)
-        asked = n * 3000
-        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
-        try:
-            k.sample(asked)
-            cut = False
-        except KeyboardInterrupt:
-            cut = True
-        done, slices = k.last_call
-        k.close()
-        print(json.dumps(dict(cut=cut, asked=asked, done=done, slices=slices)))
-    """)
-    assert r.returncode == 0, r.stderr
-    f = facts(r.stdout)
-    assert f["cut"] and 0 < f["done"] < f["asked"] // 10 and f["slices"] >= 2, f
 
 
 def test_a_sample_longer_than_a_slice_runs_in_slices_and_times_them_all() -> None:

@@ -16,22 +16,17 @@ import signal
 import struct
 import subprocess
 import sys
-import tempfile
-import textwrap
 import threading
 from pathlib import Path
 
 import pytest
 
-import pycipherbench as pcb
 from pycipherbench import store
 from pycipherbench.store import StoreFormatError
 
-from conftest import PACKAGE_ROOT, child_env  # noqa: E402  (shared scaffolding)
+from conftest import CHILD_TIMEOUT as TIMEOUT, finish_child as _finish  # noqa: E402  (shared scaffolding)
+from conftest import hold_lock as _hold_lock, spawn_child  # noqa: E402
 
-REPO = Path(PACKAGE_ROOT)
-ENV = child_env()
-TIMEOUT = 120  # a child that takes longer is hung
 
 OPTIONS = {
     "entries": {},
@@ -47,26 +42,6 @@ def _keyed(kind: str, mk: Path) -> dict:
     if opts.get("encrypted", True) and "passphrase" not in opts:
         opts["master_key_file"] = str(mk)
     return opts
-
-
-def _spawn(code: str, *args: str) -> subprocess.Popen:
-    # cwd: a neutral directory, so that "python -c" imports the package under test, not a
-    # checkout's sources without their extension.
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], env=ENV,
-                            cwd=tempfile.gettempdir(),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-
-
-def _finish(p: subprocess.Popen) -> str:
-    try:
-        out, err = p.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        pytest.fail(f"child hung; stdout={out!r} stderr={err[-2000:]!r}")
-    assert p.returncode == 0, f"child failed ({p.returncode}): {err[-3000:]}"
-    return out
 
 
 def _start_together(procs: list[subprocess.Popen]) -> None:
@@ -95,7 +70,7 @@ WRITER = """
 
 
 def _writer(path: Path, opts: dict, prefix: str, n: int, mode: str) -> subprocess.Popen:
-    return _spawn(WRITER, str(path), json.dumps(opts), prefix, str(n), mode)
+    return spawn_child(WRITER, str(path), json.dumps(opts), prefix, str(n), mode)
 
 
 # ------------------------------------------------------------------------ item 6: merge
@@ -212,28 +187,6 @@ def test_rotated_by_another_writer_fails_clearly(tmp_path):
 
 # ------------------------------------------------------------------ item 6: the lock
 
-HOLDER = """
-    import fcntl, os, struct, sys, time
-    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
-    # struct flock: l_type, l_whence, l_start, l_len, l_pid (0 for OFD locks)
-    fcntl.fcntl(fd, fcntl.F_OFD_SETLKW, struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
-    # and the store's fallback lock (PCB_FORCE_FALLBACKS=1 builds, systems without OFD
-    # locks): flock, which on Linux neither sees nor is seen by an OFD lock
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    print("locked", flush=True)
-    release = sys.argv[2]
-    while not os.path.exists(release):
-        time.sleep(0.01)
-    print("released", flush=True)
-"""
-
-
-def _hold_lock(path: Path, release: Path) -> subprocess.Popen:
-    p = _spawn(HOLDER, str(path) + "-lock", str(release))
-    assert p.stdout.readline().strip() == "locked", p.stderr.read()
-    return p
-
-
 def _ofd_locked(lock_file: Path) -> bool:
     """True if some open file description holds a lock on lock_file."""
     fd = os.open(lock_file, os.O_RDWR)
@@ -263,9 +216,9 @@ def test_lock_wait_times_out_naming_the_lock_file(tmp_path):
         s.edit().put_string("k", "v").commit()
     before = path.read_bytes()
     release = tmp_path / "release"
-    holder = _hold_lock(path, release)
+    holder = _hold_lock(f"{path}-lock", release)
     try:
-        out = _finish(_spawn(COMMIT_WITH_TIMEOUT, str(path), json.dumps(opts)))
+        out = _finish(spawn_child(COMMIT_WITH_TIMEOUT, str(path), json.dumps(opts)))
     finally:
         release.touch()
         _finish(holder)
@@ -299,9 +252,9 @@ def test_background_write_lock_timeout_is_reported(tmp_path):
     with store.open(path, **opts) as s:
         s.edit().put_string("k", "v").commit()
     release = tmp_path / "release"
-    holder = _hold_lock(path, release)
+    holder = _hold_lock(f"{path}-lock", release)
     try:
-        out = _finish(_spawn(APPLY_WITH_TIMEOUT, str(path), json.dumps(opts)))
+        out = _finish(spawn_child(APPLY_WITH_TIMEOUT, str(path), json.dumps(opts)))
     finally:
         release.touch()
         _finish(holder)
@@ -321,7 +274,7 @@ def test_lock_timeout_option_is_checked(tmp_path):
 
 def test_dead_lock_holder_releases_the_lock(tmp_path):
     path, opts = tmp_path / "dead.xml", _keyed("plain", tmp_path / "master.key")
-    holder = _hold_lock(path, tmp_path / "never")
+    holder = _hold_lock(f"{path}-lock", tmp_path / "never")
     assert _ofd_locked(Path(f"{path}-lock"))
     os.kill(holder.pid, signal.SIGKILL)
     holder.communicate(timeout=TIMEOUT)
@@ -358,9 +311,9 @@ def test_lock_wait_releases_the_gil(tmp_path):
     with store.open(path, **opts):
         pass
     release = tmp_path / "release"
-    holder = _hold_lock(path, release)
+    holder = _hold_lock(f"{path}-lock", release)
     try:
-        out = _finish(_spawn(WAIT_WITHOUT_GIL, str(path), json.dumps(opts), str(release)))
+        out = _finish(spawn_child(WAIT_WITHOUT_GIL, str(path), json.dumps(opts), str(release)))
     finally:
         release.touch()
         _finish(holder)
@@ -375,9 +328,9 @@ def test_gets_take_no_file_lock(tmp_path):
     with store.open(path, **opts) as s:
         s.edit().put_string("k", "v").commit()
     release = tmp_path / "release"
-    holder = _hold_lock(path, release)
+    holder = _hold_lock(f"{path}-lock", release)
     try:
-        probe = _spawn("""
+        probe = spawn_child("""
             import json, sys
             from pycipherbench import store
             with store.open(sys.argv[1], lock_timeout=0, **json.loads(sys.argv[2])) as s:
@@ -429,8 +382,8 @@ def test_opening_never_deletes_a_writers_temp_file(tmp_path):
     (it used to delete the committer's in-flight temp file: 1,852 of 2,000 failed)."""
     path, opts = tmp_path / "busy.xml", _keyed("plain", tmp_path / "master.key")
     stop = tmp_path / "stop"
-    committer = _spawn(COMMITTER, str(path), json.dumps(opts), "400", str(stop))
-    opener = _spawn(OPENER, str(path), json.dumps(opts), str(stop))
+    committer = spawn_child(COMMITTER, str(path), json.dumps(opts), "400", str(stop))
+    opener = spawn_child(OPENER, str(path), json.dumps(opts), str(stop))
     _start_together([committer, opener])
     out = _finish(committer)
     opens = _finish(opener)
@@ -526,7 +479,7 @@ def test_failed_commit_gives_back_its_claim_on_other_writers_keys(tmp_path, kind
         with store.open(path, **opts) as s:
             print(json.dumps(s.all(), sort_keys=True))
     """
-    p = _spawn(code, str(path), json.dumps(_keyed(kind, mk)), "1" if clear else "0")
+    p = spawn_child(code, str(path), json.dumps(_keyed(kind, mk)), "1" if clear else "0")
     out = _finish(p)
     assert "failed 27" in out, out  # EFBIG
     got = json.loads(out.strip().splitlines()[-1])

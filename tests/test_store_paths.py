@@ -20,62 +20,19 @@ whichever lock it was built with: see store/lock.h).
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
-import sys
-import tempfile
-import textwrap
 from pathlib import Path
 
 import pytest
 
-import pycipherbench as pcb
 from pycipherbench import store
 from pycipherbench import DecryptionError
 
-from conftest import PACKAGE_ROOT, child_env  # noqa: E402  (shared scaffolding)
+from conftest import PACKAGE_ROOT, finish_child as _finish, hold_lock as _hold_lock  # noqa: E402
+from conftest import spawn_child  # noqa: E402  (shared scaffolding)
 
 REPO = Path(PACKAGE_ROOT)
-ENV = child_env()
-TIMEOUT = 120  # a child that takes longer is hung
-
-HOLDER = """
-    import fcntl, os, struct, sys, time
-    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
-    if hasattr(fcntl, "F_OFD_SETLKW"):  # struct flock: type, whence, start, len, pid
-        fcntl.fcntl(fd, fcntl.F_OFD_SETLKW, struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
-    fcntl.flock(fd, fcntl.LOCK_EX)  # the store's fallback lock (another lock on Linux)
-    print("locked", flush=True)
-    while not os.path.exists(sys.argv[2]):
-        time.sleep(0.01)
-"""
-
-
-def _spawn(code: str, *args: str) -> subprocess.Popen:
-    # cwd: a neutral directory, so that "python -c" imports the package under test.
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], env=ENV,
-                            cwd=tempfile.gettempdir(), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _hold_lock(lock_file: Path, release: Path) -> subprocess.Popen:
-    p = _spawn(HOLDER, str(lock_file), str(release))
-    assert p.stdout.readline().strip() == "locked", p.stderr.read()
-    return p
-
-
-def _finish(p: subprocess.Popen) -> str:
-    try:
-        out, err = p.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        pytest.fail(f"child hung; stdout={out!r} stderr={err[-2000:]!r}")
-    assert p.returncode == 0, f"child failed ({p.returncode}): {out[-2000:]} {err[-3000:]}"
-    return out
-
 
 def _files(d: Path) -> set[str]:
     return {p.name for p in d.iterdir()}
@@ -316,7 +273,7 @@ def test_fork_while_a_thread_waits_for_the_lock_leaves_the_lock_the_parents(tmp_
     release = tmp_path / "release"
     holder = _hold_lock(Path(f"{path}-lock"), release)
     try:
-        out = _finish(_spawn(FORK_WHILE_WAITING, str(path), str(release), OTHER_COMMIT))
+        out = _finish(spawn_child(FORK_WHILE_WAITING, str(path), str(release), OTHER_COMMIT))
     finally:
         release.touch()
         _finish(holder)
@@ -365,7 +322,7 @@ def test_lock_descriptor_is_close_on_exec(tmp_path):
     release = tmp_path / "release"
     holder = _hold_lock(Path(f"{path}-lock"), release)
     try:
-        out = _finish(_spawn(EXEC_WHILE_WAITING, str(path), str(release)))
+        out = _finish(spawn_child(EXEC_WHILE_WAITING, str(path), str(release)))
     finally:
         release.touch()
         _finish(holder)

@@ -605,51 +605,6 @@ static int extends(const pcb_tink_keyset *k, const pcb_tink_keyset *old)
     return 1;
 }
 
-int pcb_keys_adopt_value_keyset(pcb_store *s, const char *hex, size_t len, pcb_status *st)
-{
-    pcb_tink_keyset *old = malloc(sizeof *old);
-    if (old == NULL)
-        return pcb_oom(st) - 1;
-    pcb_store_lock(s); /* readers decrypt with the keyset and its contexts */
-    /* Everything the adoption changes, moved aside whole: putting it back cannot fail. */
-    *old = s->keyset[PCB_KS_VALUE];
-    pcb_aead_pair ctx = s->value;
-    pcb_buf text = s->keyset_text[1];
-    uint8_t key[VALUE_KEY_LEN], kid[4];
-    memcpy(key, s->value_key, VALUE_KEY_LEN);
-    memcpy(kid, s->value_kid, 4);
-    pcb_status why = {0};
-    int rc = pcb_keyset_open(s, PCB_KS_VALUE, hex, len, &why) == 1
-             && extends(&s->keyset[PCB_KS_VALUE], old);
-    if (rc) {
-        pcb_keyset_use_primary(s, PCB_KS_VALUE);
-        s->value.enc = s->value.dec = NULL;
-        pcb_buf_init(&s->keyset_text[1]);
-        pcb_buf_append(&s->keyset_text[1], hex, len);
-        rc = (!s->keyset_text[1].failed || pcb_oom(st)) && pcb_keys_contexts(s, st) ? 1 : -1;
-    }
-    if (rc == 1) {
-        pcb_aead_pair_free(&ctx);
-        pcb_buf_free(&text);
-        s->key_gen++; /* editors seal their puts again, under the new primary */
-    } else { /* everything as it was */
-        if (rc == -1) {
-            pcb_aead_pair_free(&s->value);
-            pcb_buf_free(&s->keyset_text[1]);
-        }
-        s->keyset[PCB_KS_VALUE] = *old;
-        s->value = ctx;
-        s->keyset_text[1] = text;
-        memcpy(s->value_key, key, VALUE_KEY_LEN);
-        memcpy(s->value_kid, kid, 4);
-    }
-    pcb_store_unlock(s);
-    OPENSSL_cleanse(old, sizeof *old);
-    OPENSSL_cleanse(key, sizeof key);
-    free(old);
-    return rc;
-}
-
 /* ------------------------------------------------ rotations (rotate.c, rotate_lazy.c) */
 
 /* What a failed rotation puts back: the keys, the options naming the
@@ -800,16 +755,51 @@ void pcb_keys_end_saved(pcb_store *s, pcb_keys_saved *k, int restore)
     free(k);
 }
 
+/* A buffer's copy of n bytes; 0 with st set when memory ran out. */
+static int append_text(pcb_buf *b, const char *text, size_t n, pcb_status *st)
+{
+    pcb_buf_append(b, text, n);
+    return !b->failed || pcb_oom(st);
+}
+
+/* After pcb_keys_save, when only the values' keyset changes: the names'
+ * keyset text as saved (a copy; the saved one stays whole for a restore). */
+static int keep_names_text(pcb_store *s, const pcb_keys_saved *k, pcb_status *st)
+{
+    return append_text(&s->keyset_text[0], k->text[0].data, k->text[0].len, st);
+}
+
 int pcb_keys_add_value_primary(pcb_store *s, const pcb_keys_saved *k, pcb_status *st)
 {
     PCB_ASSERT_LOCKED(s);
-    /* The names' keyset is unchanged: its text as saved (a copy, the saved one stays whole). */
-    pcb_buf_append(&s->keyset_text[0], k->text[0].data, k->text[0].len);
-    if (s->keyset_text[0].failed)
-        return pcb_oom(st);
-    if (!pcb_keyset_fresh(s, PCB_KS_VALUE, 0, st)
+    if (!keep_names_text(s, k, st) || !pcb_keyset_fresh(s, PCB_KS_VALUE, 0, st)
         || !seal_keyset(s, PCB_KS_VALUE, &s->keyset_text[1], st) || !pcb_keys_contexts(s, st))
         return 0;
     s->key_gen++; /* editors seal their puts again, under the new key */
     return 1;
+}
+
+int pcb_keys_adopt_value_keyset(pcb_store *s, const char *hex, size_t len, pcb_status *st)
+{
+    pcb_store_lock(s); /* readers decrypt with the keyset and its contexts */
+    /* Everything the adoption may change moves aside through the one mover of key
+     * state (pcb_keys_save / pcb_keys_end_saved), so putting it back cannot fail. */
+    pcb_keys_saved *k = pcb_keys_save(s, st);
+    if (k == NULL) {
+        pcb_store_unlock(s);
+        return -1;
+    }
+    pcb_status why = {0};
+    int rc = pcb_keyset_open(s, PCB_KS_VALUE, hex, len, &why) == 1
+             && extends(&s->keyset[PCB_KS_VALUE], &k->keyset[PCB_KS_VALUE]);
+    if (rc) {
+        pcb_keyset_use_primary(s, PCB_KS_VALUE);
+        rc = keep_names_text(s, k, st) && append_text(&s->keyset_text[1], hex, len, st)
+             && pcb_keys_contexts(s, st) ? 1 : -1;
+    }
+    pcb_keys_end_saved(s, k, rc != 1);
+    if (rc == 1)
+        s->key_gen++; /* editors seal their puts again, under the new primary */
+    pcb_store_unlock(s);
+    return rc;
 }
