@@ -19,9 +19,10 @@
  *        on 512-bit ones (PCB_CPU_VAES512: AVX-512 F+BW+VL). Shorter
  *        messages never touch ymm/zmm (no AVX-512 clock effects for them).
  *        The environment variable PCB_FLOOR_VAES, read at key setup, narrows
- *        the choice for tests and benchmarks: "512" (the default: the widest
- *        the CPU has), "256" (no zmm), "none" (AES-NI only; so does the
- *        older PCB_FLOOR_NO_VAES set to anything). It never widens it.
+ *        the choice for tests and benchmarks: "512" (or unset, or any other
+ *        value: the widest the CPU has), "256" (no zmm), "none" (AES-NI
+ *        only; so does the older PCB_FLOOR_NO_VAES set to anything). It
+ *        never widens it.
  *   SIV: RFC 5297 AES-SIV-CMAC with 32- or 64-byte keys (first half S2V,
  *        second half CTR); S2V as an accumulator like crypto/siv.h's, so a
  *        caller with constant associated data folds it in once.
