@@ -6,10 +6,11 @@
  * before one reduction. The first CTR batch carries J0 with up to seven
  * counter blocks, so a message of up to 112 bytes is one pass through the
  * AES rounds. The rest of a long message runs, as the key state's loop
- * allows: 512 bytes per pass on 512-bit VAES (floor_gcm512.c), then 256
+ * allows: for a message of 512 bytes or more, all of it on 512-bit VAES
+ * (floor_gcm512.c: 512 bytes per pass, the last pass masked); else 256
  * bytes per pass on 256-bit VAES (gcm_vaes), then 128 bytes per pass on
- * AES-NI, the GHASH of each pass's ciphertext beside its AES rounds, and the
- * last partial pass through the short path.
+ * AES-NI, the GHASH of each pass's ciphertext beside its AES rounds, and
+ * the last partial pass through the short path.
  */
 #include "crypto/floor_gcm.h"
 #include "common/cpu.h"
@@ -279,12 +280,12 @@ PCB_FLOOR_FN void gcm_run(const pcb_floor_gcm *k, const uint8_t iv[12], const ui
     if (len - done >= 128)
         acc_flush(k, &acc);
 
-    if (k->loop >= FLOOR_LOOP_VAES256 && len - done >= 256) {
+    if (k->loop == FLOOR_LOOP_VAES512 && len >= 512) { /* all the rest, in zmm */
         acc_flush(k, &acc);
-        if (k->loop == FLOOR_LOOP_VAES512 && len - done >= 512)
-            done += pcb_floor_gcm512(k, &ctr, &acc.x, in + done, out + done, len - done, enc);
-        if (len - done >= 256)
-            done += gcm_vaes(k, &ctr, &acc.x, in + done, out + done, len - done, enc);
+        done += pcb_floor_gcm512(k, &ctr, &acc.x, in + done, out + done, len - done, enc);
+    } else if (k->loop >= FLOOR_LOOP_VAES256 && len - done >= 256) {
+        acc_flush(k, &acc);
+        done += gcm_vaes(k, &ctr, &acc.x, in + done, out + done, len - done, enc);
     }
 
     /* Eight blocks at a time. Decryption hashes the eight it decrypts;

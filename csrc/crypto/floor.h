@@ -15,9 +15,11 @@
  *   GCM: AES-128/256, 12-byte IV, one associated-data string, 16-byte tag.
  *        Messages run through the AES rounds 8 blocks at a time on AES-NI;
  *        from 256 bytes on, 16 blocks per pass on 256-bit VAES/VPCLMULQDQ
- *        (common/cpu.h PCB_CPU_VAES); from 512 bytes on, 32 blocks per pass
- *        on 512-bit ones (PCB_CPU_VAES512: AVX-512 F+BW+VL). Shorter
- *        messages never touch ymm/zmm (no AVX-512 clock effects for them).
+ *        (common/cpu.h PCB_CPU_VAES); from 512 bytes on, all of the
+ *        message after its first 112 bytes 32 blocks per pass on 512-bit
+ *        ones (PCB_CPU_VAES512: AVX-512 F+BW+VL; the last pass masked).
+ *        Messages under 512 bytes never touch zmm (no AVX-512 clock
+ *        effects for them), under 256 not even ymm.
  *        The environment variable PCB_FLOOR_VAES, read at key setup, narrows
  *        the choice for tests and benchmarks: "512" (or unset, or any other
  *        value: the widest the CPU has), "256" (no zmm), "none" (AES-NI

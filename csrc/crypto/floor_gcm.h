@@ -71,10 +71,11 @@ PCB_FLOOR_FN __m128i gf_mul(__m128i a, __m128i b)
     return gf_reduce(lo, mid, hi);
 }
 
-/* Whole 512-byte chunks of a message (32 blocks per pass, four per AVX-512
- * instruction) for a key state with loop == FLOOR_LOOP_VAES512: ctr (the
- * last counter block used) and x (the GHASH state), both byte-reversed, in
- * and out. Returns the bytes done (len rounded down to 512). floor_gcm512.c. */
+/* The rest of a message (32 blocks per pass, four per AVX-512 instruction;
+ * the last partial pass masked) for a key state with loop ==
+ * FLOOR_LOOP_VAES512: ctr (the last counter block used) and x (the GHASH
+ * state), both byte-reversed, in and out. Returns len: all done.
+ * floor_gcm512.c. */
 size_t pcb_floor_gcm512(const pcb_floor_gcm *k, __m128i *ctr_io, __m128i *x_io,
                         const uint8_t *in, uint8_t *out, size_t len, int enc);
 
