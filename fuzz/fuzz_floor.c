@@ -18,13 +18,14 @@
  * any one byte of it (tag, ciphertext, or SIV's V) makes the floor refuse it
  * and leave the output zeroed. GCM checks every long-message loop this CPU
  * has (PCB_FLOOR_VAES=512, 256, none: set before each key setup, floor.h),
- * so a plaintext of 512 + 112 bytes or more reaches the 512-bit loop. On a
+ * so a plaintext of 512 bytes or more reaches the 512-bit loop. On a
  * CPU without AES-NI + PCLMULQDQ every input returns at once
  * (pcb_floor_missing()).
  *
  * Built with -DPCB_FLOOR_SWEEP (no libFuzzer; tests/test_floor.py does) it
  * is a program that feeds a fixed sweep of inputs instead: every GCM length
- * 0..1100 and ones around 4 KiB and 16 KiB, both key sizes, with and without
+ * 0..1200 (each remainder after the 512-bit loop's whole passes) and ones
+ * around 4 KiB, 16 KiB and 64 KiB, both key sizes, with and without
  * associated data, in place and not, and prints "ok N".
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
@@ -213,8 +214,8 @@ int main(void)
     unsigned long cases = 0;
     for (size_t i = 0; i < sizeof buf; i++)
         buf[i] = (uint8_t)(i * 131 + (i >> 8) * 7 + 1);
-    for (size_t j = 0; j <= 1100 + sizeof extra / sizeof *extra; j++) {
-        size_t n = j <= 1100 ? j : extra[j - 1101];
+    for (size_t j = 0; j <= 1200 + sizeof extra / sizeof *extra; j++) {
+        size_t n = j <= 1200 ? j : extra[j - 1201];
         for (int c = 0; c < 8; c++) { /* key size, in place, associated data */
             size_t al = (c & 1) ? 20 + n % 53 : 0;
             buf[0] = (uint8_t)(((c >> 1) & 1) << 1 | ((c >> 2) & 1) << 2); /* GCM */
