@@ -16,9 +16,19 @@
  * Properties (abort() on violation): the floor's ciphertext and tag are
  * OpenSSL's; the floor opens OpenSSL's output to the plaintext; flipping
  * any one byte of it (tag, ciphertext, or SIV's V) makes the floor refuse it
- * and leave the output zeroed. On a CPU without AES-NI + PCLMULQDQ every
- * input returns at once (pcb_floor_missing()).
+ * and leave the output zeroed. GCM checks every long-message loop this CPU
+ * has (PCB_FLOOR_VAES=512, 256, none: set before each key setup, floor.h),
+ * so a plaintext of 512 bytes or more reaches the 512-bit loop. On a
+ * CPU without AES-NI + PCLMULQDQ every input returns at once
+ * (pcb_floor_missing()).
+ *
+ * Built with -DPCB_FLOOR_SWEEP (no libFuzzer; tests/test_floor.py does) it
+ * is a program that feeds a fixed sweep of inputs instead: every GCM length
+ * 0..1200 (each remainder after the 512-bit loop's whole passes) and ones
+ * around 4 KiB, 16 KiB and 64 KiB, both key sizes, with and without
+ * associated data, in place and not, and prints "ok N".
  */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,18 +69,21 @@ static int all_zero(const uint8_t *p, size_t n)
     return acc == 0;
 }
 
-static void check_gcm(const uint8_t *h, const uint8_t *key, const uint8_t *iv, const uint8_t *rest,
-                      size_t rest_len)
+/* One GCM case on the loop PCB_FLOOR_VAES names, if this CPU has it (it
+ * narrows, never widens; want: OpenSSL's output). */
+static void check_gcm_on(const char *loop, int bits, const uint8_t *h, const uint8_t *key, const uint8_t *iv,
+                         const uint8_t *aad, size_t al, const uint8_t *p, size_t n,
+                         const uint8_t *want)
 {
     const size_t kl = (h[0] & 2) ? 32 : 16;
-    size_t al = h[1] < rest_len ? h[1] : rest_len;
-    const uint8_t *aad = rest, *p = rest + al;
-    size_t n = rest_len - al;
-    uint8_t *want = malloc(n + 16), *got = malloc(n + 16), *back = malloc(n + 16);
+    if (setenv("PCB_FLOOR_VAES", loop, 1) != 0)
+        DIE("setenv failed");
+    if (pcb_floor_gcm_loop_bits() != bits)
+        return;
+    uint8_t *got = malloc(n + 16), *back = malloc(n + 16);
     pcb_floor_gcm *k = pcb_floor_gcm_new(key, kl);
-    if (!want || !got || !back || !k)
+    if (!got || !back || !k)
         DIE("out of memory");
-    gcm_ref(key, kl, iv, aad, al, p, n, want);
     if (h[0] & 4) { /* in place */
         memcpy(got, p, n);
         pcb_floor_gcm_seal(k, iv, aad, al, got, n, got);
@@ -78,21 +91,42 @@ static void check_gcm(const uint8_t *h, const uint8_t *key, const uint8_t *iv, c
         pcb_floor_gcm_seal(k, iv, aad, al, p, n, got);
     }
     if (memcmp(want, got, n + 16) != 0)
-        DIE("GCM seal differs from OpenSSL (key %zu, aad %zu, len %zu)", kl, al, n);
+        DIE("GCM seal differs from OpenSSL (loop %s, key %zu, aad %zu, len %zu)", loop, kl, al, n);
     memcpy(back, want, n + 16);
     if (!pcb_floor_gcm_open(k, iv, aad, al, back, n, want + n, (h[0] & 4) ? back : got)
         || memcmp((h[0] & 4) ? back : got, p, n) != 0)
-        DIE("GCM open of OpenSSL's output failed (key %zu, aad %zu, len %zu)", kl, al, n);
+        DIE("GCM open of OpenSSL's output failed (loop %s, key %zu, aad %zu, len %zu)", loop, kl,
+            al, n);
     size_t at = (size_t)h[4] % (n + 16);
     memcpy(back, want, n + 16);
     back[at] ^= 0x01;
     memset(got, 0x5a, n);
     if (pcb_floor_gcm_open(k, iv, aad, al, back, n, back + n, got) != 0)
-        DIE("GCM opened a tampered message (byte %zu of %zu)", at, n + 16);
+        DIE("GCM opened a tampered message (loop %s, byte %zu of %zu)", loop, at, n + 16);
     if (!all_zero(got, n))
         DIE("GCM left plaintext of a tampered message");
     pcb_floor_gcm_free(k);
-    free(want), free(got), free(back);
+    free(got), free(back);
+}
+
+static void check_gcm(const uint8_t *h, const uint8_t *key, const uint8_t *iv, const uint8_t *rest,
+                      size_t rest_len)
+{
+    static const struct {
+        const char *name;
+        int bits;
+    } loops[] = {{"512", 512}, {"256", 256}, {"none", 128}};
+    const size_t kl = (h[0] & 2) ? 32 : 16;
+    size_t al = h[1] < rest_len ? h[1] : rest_len;
+    const uint8_t *aad = rest, *p = rest + al;
+    size_t n = rest_len - al;
+    uint8_t *want = malloc(n + 16);
+    if (!want)
+        DIE("out of memory");
+    gcm_ref(key, kl, iv, aad, al, p, n, want);
+    for (size_t i = 0; i < sizeof loops / sizeof *loops; i++)
+        check_gcm_on(loops[i].name, loops[i].bits, h, key, iv, aad, al, p, n, want);
+    free(want);
 }
 
 static void check_siv(const uint8_t *h, const uint8_t *key, const uint8_t *rest, size_t rest_len)
@@ -170,3 +204,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(rest);
     return 0;
 }
+
+#ifdef PCB_FLOOR_SWEEP
+int main(void)
+{
+    enum { FIXED = 5 + 64 + 12 };
+    static const size_t extra[] = {4096 - 17, 4096 + 17, 16384, 16384 + 113, 65536 + 5};
+    static uint8_t buf[FIXED + 255 + 65536 + 113];
+    unsigned long cases = 0;
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (uint8_t)(i * 131 + (i >> 8) * 7 + 1);
+    for (size_t j = 0; j <= 1200 + sizeof extra / sizeof *extra; j++) {
+        size_t n = j <= 1200 ? j : extra[j - 1201];
+        for (int c = 0; c < 8; c++) { /* key size, in place, associated data */
+            size_t al = (c & 1) ? 20 + n % 53 : 0;
+            buf[0] = (uint8_t)(((c >> 1) & 1) << 1 | ((c >> 2) & 1) << 2); /* GCM */
+            buf[1] = (uint8_t)al;
+            buf[4] = (uint8_t)(n + (size_t)c * 37); /* where to tamper */
+            buf[5] ^= (uint8_t)j;                   /* a new key now and then */
+            if (LLVMFuzzerTestOneInput(buf, FIXED + al + n) != 0)
+                return 1;
+            cases++;
+        }
+    }
+    printf("ok %lu\n", cases);
+    return 0;
+}
+#endif

@@ -8,6 +8,7 @@ import os
 import platform
 import random
 import re
+import shutil
 import subprocess
 import tempfile
 import sys
@@ -269,23 +270,123 @@ def test_cli_speed_prints_each_library_as_a_multiple_of_the_floor(capsys, tmp_pa
     assert len(doc["floor_multiples"]["results"]) == 4 * (1 + len(want))
 
 
+# ------------------------------------------------------- every GCM loop this CPU has
+
+ROOT = Path(__file__).resolve().parent.parent
+AVX512_VAES = ("avx512f", "avx512bw", "avx512vl", "vaes", "vpclmulqdq")
+
+
+def _loops():
+    """PCB_FLOOR_VAES values for the GCM loops this CPU runs (floor.h): the backend's
+    version names the widest ("..., VAES-512" / "..., VAES-256")."""
+    version = FLOOR["version"] or ""
+    return (["512"] if "VAES-512" in version else []) + \
+        (["256"] if "VAES-" in version else []) + ["none"]
+
+
 @needs_floor
-def test_the_eight_block_loop_agrees_where_vaes_would_run_instead(tmp_path):
-    """On a CPU with VAES + VPCLMULQDQ, messages of 256 bytes and more run 16 blocks per pass
-    on them; PCB_FLOOR_NO_VAES=1 (read at key set-up) keeps the 8-block AES-NI loop, which
-    must give the same bytes (the tests above ran whichever this CPU picks)."""
-    code = ("import random, pycipherbench as p\n"
-            "rng = random.Random(5)\n"
-            "for kl in (16, 32):\n"
-            "    key = rng.randbytes(kl)\n"
-            "    for n in (255, 256, 257, 511, 4096 + 17, 16384):\n"
-            "        iv, aad, d = rng.randbytes(12), rng.randbytes(n % 50), rng.randbytes(n)\n"
-            "        ct = p.encrypt('AES/GCM/NoPadding', key, d, iv=iv, aad=aad, backend='floor')\n"
-            "        assert ct == p.encrypt('AES/GCM/NoPadding', key, d, iv=iv, aad=aad), (kl, n)\n"
-            "        assert p.decrypt('AES/GCM/NoPadding', key, ct, iv=iv, aad=aad, backend='floor') == d\n"
-            "print('ok')\n")
-    env = child_env(PCB_FLOOR_NO_VAES="1")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         cwd=tempfile.gettempdir(),
-                         timeout=120)
+def test_the_widest_gcm_loop_is_named_and_only_where_the_cpu_has_it():
+    version = FLOOR["version"]
+    forced = os.environ.get("PCB_FLOOR_VAES") or os.environ.get("PCB_FLOOR_NO_VAES")
+    if "VAES-512" in version:
+        assert _cpu_has(*AVX512_VAES) is not False
+    elif _cpu_has(*AVX512_VAES) and not forced:  # Linux lists avx512f only where XCR0 has zmm
+        pytest.fail(f"this CPU has {AVX512_VAES} but the floor runs {version!r}")
+    if "VAES-" in version:
+        assert _cpu_has("vaes", "vpclmulqdq", "avx2") is not False
+
+
+_LOOP_CHILD = """
+import random, sys, pycipherbench as p
+G, want_version = 'AES/GCM/NoPadding', sys.argv[1]
+f = next(b for b in p.backends() if b['name'] == 'floor')
+assert f['version'] == want_version, (f['version'], want_version)
+rng = random.Random(sys.argv[1])
+lengths = list(range(0, 1025)) + list(range(1025, 1300, 2)) + [2047, 4096 - 17, 4096 + 17, 16384,
+                                                             16384 + 113, 65536 + 5]
+for kl in (16, 32):
+    key = rng.randbytes(kl)
+    for n in lengths:
+        d, iv = rng.randbytes(n), rng.randbytes(12)
+        for aad in (None, rng.randbytes(1 + n % 70)):
+            ct = p.encrypt(G, key, d, iv=iv, aad=aad, backend='floor')
+            assert ct == p.encrypt(G, key, d, iv=iv, aad=aad, backend='openssl'), (kl, n, aad)
+            assert p.decrypt(G, key, ct, iv=iv, aad=aad, backend='floor') == d, (kl, n)
+            if n % 61 == 0 or n in (255, 256, 511, 512, 513, 623, 624, 625, 1135, 1136) or n > 1300:
+                for at in (len(ct) - 1 - rng.randrange(16), rng.randrange(len(ct))):
+                    bad = bytearray(ct)
+                    bad[at] ^= 1 << rng.randrange(8)
+                    try:
+                        p.decrypt(G, key, bytes(bad), iv=iv, aad=aad, backend='floor')
+                    except p.DecryptionError:
+                        pass
+                    else:
+                        raise AssertionError(('tampered byte accepted', kl, n, at))
+print('ok')
+"""
+
+
+@needs_floor
+@pytest.mark.parametrize("loop", ["512", "256", "none"])
+def test_each_gcm_loop_agrees_with_openssl_across_its_thresholds(loop):
+    """PCB_FLOOR_VAES (read at key set-up) narrows the GCM loop: messages of 512 bytes and
+    more run 32 blocks per pass on 512-bit VAES (the last pass masked), else from 256 bytes
+    16 per pass on 256-bit VAES, the rest eight on AES-NI. In a child per loop: every length 0..1024, odd ones to 1300, around
+    4 KiB, 16 KiB and 64 KiB, both key sizes, with and without associated data, sealed to
+    OpenSSL's bytes, opened, and a flipped tag or ciphertext bit refused."""
+    if loop not in _loops():
+        pytest.skip(f"this CPU has no {loop}-bit VAES loop (floor: {FLOOR['version']})")
+    want = {"512": "AES-NI+PCLMULQDQ, VAES-512", "256": "AES-NI+PCLMULQDQ, VAES-256",
+            "none": "AES-NI+PCLMULQDQ"}[loop]
+    env = child_env(PCB_FLOOR_VAES=loop)
+    env.pop("PCB_FLOOR_NO_VAES", None)
+    out = subprocess.run([sys.executable, "-c", _LOOP_CHILD, want], env=env, capture_output=True,
+                         text=True, cwd=tempfile.gettempdir(), timeout=300)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+@needs_floor
+def test_the_older_no_vaes_switch_still_keeps_the_aes_ni_loop():
+    env = child_env(PCB_FLOOR_NO_VAES="1")
+    env.pop("PCB_FLOOR_VAES", None)
+    code = ("import pycipherbench as p\n"
+            "print(next(b for b in p.backends() if b['name'] == 'floor')['version'])\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         cwd=tempfile.gettempdir(), timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "AES-NI+PCLMULQDQ", out.stderr[-2000:]
+
+
+def _c_build_flags():
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    pkg = shutil.which("pkg-config")
+    if not cc or not pkg:
+        return None
+    flags = subprocess.run([pkg, "--cflags", "--libs", "libcrypto"], capture_output=True, text=True)
+    return (cc, flags.stdout.split()) if flags.returncode == 0 else None
+
+
+@needs_floor
+@pytest.mark.skipif(not (ROOT / "fuzz" / "fuzz_floor.c").is_file(), reason="needs the source tree")
+def test_fuzz_floor_sweep_in_place_and_not_on_every_loop(tmp_path):
+    """What Python cannot reach: sealing and opening in place (out == in). fuzz/fuzz_floor.c
+    built with -DPCB_FLOOR_SWEEP runs its differential checks (OpenSSL's bytes, opens,
+    refuses a flipped byte leaving zeroes) on every GCM loop this CPU has, for every length
+    0..1200 and some to 64 KiB, both key sizes, with and without associated data, in place
+    and not."""
+    build = _c_build_flags()
+    if build is None:
+        pytest.skip("no C compiler or pkg-config libcrypto")
+    cc, crypto = build
+    srcs = [ROOT / "fuzz" / "fuzz_floor.c", *sorted((ROOT / "csrc" / "crypto").glob("floor*.c")),
+            *(ROOT / "csrc" / f for f in ("crypto/siv.c", "crypto/evp.c", "common/status.c",
+                                          "common/cpu.c"))]
+    exe = tmp_path / "sweep"
+    cmd = [cc, "-std=c11", "-O1", "-DPCB_FLOOR_SWEEP", f"-I{ROOT / 'csrc'}",
+           *map(str, srcs), "-o", str(exe), *crypto]
+    made = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr[-3000:]
+    env = dict(os.environ)
+    env.pop("PCB_FLOOR_VAES", None), env.pop("PCB_FLOOR_NO_VAES", None)
+    env.pop("LD_PRELOAD", None)  # a sanitizer run's preload is for Python, not this program
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0 and out.stdout.startswith("ok "), (out.stdout + out.stderr)[-2000:]

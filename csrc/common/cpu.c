@@ -55,6 +55,18 @@ unsigned pcb_cpu_features(void)
     if ((f & PCB_CPU_AVX2) && (f & PCB_CPU_AES_CLMUL) /* __builtin_cpu_supports lack them */
         && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 9)) && (c & (1u << 10)))
         f |= PCB_CPU_VAES;
+    /* 512-bit VAES: libgcc's avx512f/bw/vl answers already include XGETBV;
+     * checked here again (OSXSAVE, then XCR0 bits 1-2 and 5-7: xmm, ymm,
+     * opmask, zmm0-15 upper halves, zmm16-31), as the floor's zmm loop needs
+     * all of them saved across context switches. */
+    if ((f & PCB_CPU_VAES) && (f & PCB_CPU_AVX512) && __builtin_cpu_supports("avx512vl")
+        && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 27))) {
+        unsigned lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        (void)hi;
+        if ((lo & 0xe6u) == 0xe6u)
+            f |= PCB_CPU_VAES512;
+    }
 #elif PCB_CPU_AUXV
     unsigned long hw = getauxval(AT_HWCAP);
     f |= (hw & HWCAP_BIT_ASIMD) ? PCB_CPU_ASIMD : 0;

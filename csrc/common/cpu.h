@@ -22,6 +22,8 @@ enum {
     PCB_CPU_AVX512VBMI = 1 << 3, /* and VBMI */
     PCB_CPU_AES_CLMUL = 1 << 4,  /* AES-NI, PCLMULQDQ and SSE4.1 (crypto/floor) */
     PCB_CPU_VAES = 1 << 5,       /* VAES and VPCLMULQDQ on 256 bits (with AVX2) */
+    PCB_CPU_VAES512 = 1 << 6,    /* and on 512 bits: AVX-512 F, BW, VL, the OS saving the
+                                    opmask and zmm state (XCR0 bits 5-7) */
     /* aarch64 (from HWCAP) */
     PCB_CPU_ASIMD = 1 << 8,      /* Advanced SIMD (NEON) */
     PCB_CPU_ARM_AES = 1 << 9,    /* ARMv8 Crypto Extensions: AESE/AESD */

@@ -27,9 +27,14 @@ static int f_init(pcb_status *st)
     return 1;
 }
 
+/* Names the widest GCM loop a key would run now (CPU, PCB_FLOOR_VAES). */
 static const char *f_version(void)
 {
-    return "AES-NI+PCLMULQDQ";
+    switch (pcb_floor_gcm_loop_bits()) {
+    case 512: return "AES-NI+PCLMULQDQ, VAES-512";
+    case 256: return "AES-NI+PCLMULQDQ, VAES-256";
+    default: return "AES-NI+PCLMULQDQ";
+    }
 }
 
 static int f_hw_aes(void)

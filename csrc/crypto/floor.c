@@ -1,27 +1,21 @@
 /*
- * crypto/floor.c — the floor's CPU rule and AES-GCM (see floor.h).
+ * crypto/floor.c — the floor's CPU rule and AES-GCM (see floor.h; the key
+ * state and the GHASH arithmetic are in floor_gcm.h).
  *
- * GHASH works on byte-reversed blocks (Intel's carry-less multiplication
- * white paper, algorithm 5: the 256-bit product shifted left one bit, then
- * reduced modulo x^128 + x^7 + x^2 + x + 1); up to eight blocks are
- * multiplied by H^8..H^1 and summed before one reduction. The first CTR batch
- * carries J0 with up to seven counter blocks, so a message of up to 112 bytes
- * is one pass through the AES rounds; longer ones run eight blocks at a time
- * with the GHASH of the same eight in the loop body.
+ * Up to eight byte-reversed blocks are multiplied by H^8..H^1 and summed
+ * before one reduction. The first CTR batch carries J0 with up to seven
+ * counter blocks, so a message of up to 112 bytes is one pass through the
+ * AES rounds. The rest of a long message runs, as the key state's loop
+ * allows: for a message of 512 bytes or more, all of it on 512-bit VAES
+ * (floor_gcm512.c: 512 bytes per pass, the last pass masked); else 256
+ * bytes per pass on 256-bit VAES (gcm_vaes), then 128 bytes per pass on
+ * AES-NI, the GHASH of each pass's ciphertext beside its AES rounds, and
+ * the last partial pass through the short path.
  */
-#include "crypto/floor.h"
-#include "crypto/floor_aes.h"
+#include "crypto/floor_gcm.h"
 #include "common/cpu.h"
 
 #ifdef PCB_FLOOR_X86
-
-struct pcb_floor_gcm {
-    floor_aes aes;
-    __m128i h[8];   /* H^1..H^8, byte-reversed */
-    __m128i hd[16]; /* H^16, H^15, ..., H^1: the VAES loop's pairs */
-    int vaes;       /* VAES + VPCLMULQDQ + AVX2: messages of 256 bytes and more use them */
-};
-
 
 const char *pcb_floor_missing(void)
 {
@@ -35,46 +29,6 @@ const char *pcb_floor_missing(void)
     if (!aes && !pcl)
         return "AES-NI and PCLMULQDQ";
     return !aes ? "AES-NI" : !pcl ? "PCLMULQDQ" : "SSE4.1";
-}
-
-PCB_FLOOR_FN void clmul_acc(__m128i a, __m128i b, __m128i *lo, __m128i *mid, __m128i *hi)
-{
-    *lo = _mm_xor_si128(*lo, _mm_clmulepi64_si128(a, b, 0x00));
-    *hi = _mm_xor_si128(*hi, _mm_clmulepi64_si128(a, b, 0x11));
-    *mid = _mm_xor_si128(*mid, _mm_xor_si128(_mm_clmulepi64_si128(a, b, 0x10),
-                                             _mm_clmulepi64_si128(a, b, 0x01)));
-}
-
-/* The sum of products (lo, mid, hi) as one reduced field element. */
-PCB_FLOOR_FN __m128i gf_reduce(__m128i lo, __m128i mid, __m128i hi)
-{
-    __m128i t3 = _mm_xor_si128(lo, _mm_slli_si128(mid, 8));
-    __m128i t6 = _mm_xor_si128(hi, _mm_srli_si128(mid, 8));
-    /* shift the 256-bit t6:t3 left by one bit */
-    __m128i t7 = _mm_srli_epi32(t3, 31), t8 = _mm_srli_epi32(t6, 31);
-    t3 = _mm_slli_epi32(t3, 1);
-    t6 = _mm_slli_epi32(t6, 1);
-    __m128i t9 = _mm_srli_si128(t7, 12);
-    t8 = _mm_slli_si128(t8, 4);
-    t7 = _mm_slli_si128(t7, 4);
-    t3 = _mm_or_si128(t3, t7);
-    t6 = _mm_or_si128(_mm_or_si128(t6, t8), t9);
-    /* reduce */
-    t7 = _mm_xor_si128(_mm_xor_si128(_mm_slli_epi32(t3, 31), _mm_slli_epi32(t3, 30)),
-                       _mm_slli_epi32(t3, 25));
-    t8 = _mm_srli_si128(t7, 4);
-    t7 = _mm_slli_si128(t7, 12);
-    t3 = _mm_xor_si128(t3, t7);
-    __m128i t2 = _mm_xor_si128(_mm_xor_si128(_mm_srli_epi32(t3, 1), _mm_srli_epi32(t3, 2)),
-                               _mm_xor_si128(_mm_srli_epi32(t3, 7), t8));
-    return _mm_xor_si128(t6, _mm_xor_si128(t3, t2));
-}
-
-PCB_FLOOR_FN __m128i gf_mul(__m128i a, __m128i b)
-{
-    __m128i lo = _mm_setzero_si128(), mid = lo, hi = lo;
-    clmul_acc(a, b, &lo, &mid, &hi);
-    return gf_reduce(lo, mid, hi);
 }
 
 /* x folded with n (1..8) byte-reversed blocks: (x ^ b0) H^n + b1 H^(n-1) + ...;
@@ -150,19 +104,22 @@ FLOOR_VAES static size_t gcm_vaes(const pcb_floor_gcm *k, __m128i *ctr_io, __m12
     const int rounds = k->aes.rounds;
     for (int r = 0; r <= rounds; r++)
         rk[r] = _mm256_broadcastsi128_si256(k->aes.rk[r]);
+#pragma GCC unroll 8
     for (int i = 0; i < 8; i++)
-        hp[i] = _mm256_loadu_si256((const __m256i *)&k->hd[2 * i]);
+        hp[i] = _mm256_loadu_si256((const __m256i *)&k->hd[16 + 2 * i]);
     __m256i ctr = _mm256_add_epi32(_mm256_broadcastsi128_si256(*ctr_io),
                                    _mm256_set_epi32(0, 0, 0, 2, 0, 0, 0, 1));
     __m128i x = *x_io;
     size_t done = 0;
     int pending = 0;
     while (len - done >= 256) {
+#pragma GCC unroll 8
         for (int i = 0; i < 8; i++) {
             b[i] = _mm256_xor_si256(_mm256_shuffle_epi8(ctr, rev), rk[0]);
             ctr = _mm256_add_epi32(ctr, two);
         }
         if (!enc) {
+#pragma GCC unroll 8
             for (int i = 0; i < 8; i++)
                 c[i] = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(in + done + 32 * i)), rev);
             pending = 1;
@@ -170,6 +127,7 @@ FLOOR_VAES static size_t gcm_vaes(const pcb_floor_gcm *k, __m128i *ctr_io, __m12
         if (pending) { /* sixteen blocks times H^16..H^1, one reduction */
             __m256i lo = _mm256_setzero_si256(), mid = lo, hi = lo;
             c[0] = _mm256_xor_si256(c[0], _mm256_zextsi128_si256(x));
+#pragma GCC unroll 8
             for (int i = 0; i < 8; i++) {
                 lo = _mm256_xor_si256(lo, _mm256_clmulepi64_epi128(c[i], hp[i], 0x00));
                 hi = _mm256_xor_si256(hi, _mm256_clmulepi64_epi128(c[i], hp[i], 0x11));
@@ -181,8 +139,10 @@ FLOOR_VAES static size_t gcm_vaes(const pcb_floor_gcm *k, __m128i *ctr_io, __m12
                           _mm_xor_si128(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1)));
         }
         for (int r = 1; r < rounds; r++)
+#pragma GCC unroll 8
             for (int i = 0; i < 8; i++)
                 b[i] = _mm256_aesenc_epi128(b[i], rk[r]);
+#pragma GCC unroll 8
         for (int i = 0; i < 8; i++) {
             __m256i o = _mm256_xor_si256(_mm256_aesenclast_epi128(b[i], rk[rounds]),
                                          _mm256_loadu_si256((const __m256i *)(in + done + 32 * i)));
@@ -196,6 +156,7 @@ FLOOR_VAES static size_t gcm_vaes(const pcb_floor_gcm *k, __m128i *ctr_io, __m12
     if (pending) {
         __m256i lo = _mm256_setzero_si256(), mid = lo, hi = lo;
         c[0] = _mm256_xor_si256(c[0], _mm256_zextsi128_si256(x));
+#pragma GCC unroll 8
         for (int i = 0; i < 8; i++) {
             lo = _mm256_xor_si256(lo, _mm256_clmulepi64_epi128(c[i], hp[i], 0x00));
             hi = _mm256_xor_si256(hi, _mm256_clmulepi64_epi128(c[i], hp[i], 0x11));
@@ -213,6 +174,26 @@ FLOOR_VAES static size_t gcm_vaes(const pcb_floor_gcm *k, __m128i *ctr_io, __m12
     return done;
 }
 
+/* The widest loop this CPU has, narrowed by PCB_FLOOR_VAES (floor.h). */
+static int gcm_loop(void)
+{
+    unsigned f = pcb_cpu_features();
+    int best = (f & PCB_CPU_VAES512) ? FLOOR_LOOP_VAES512
+               : (f & PCB_CPU_VAES) ? FLOOR_LOOP_VAES256 : FLOOR_LOOP_AESNI;
+    const char *want = getenv("PCB_FLOOR_VAES");
+    int cap = getenv("PCB_FLOOR_NO_VAES") ? FLOOR_LOOP_AESNI : FLOOR_LOOP_VAES512;
+    if (want && strcmp(want, "none") == 0)
+        cap = FLOOR_LOOP_AESNI;
+    else if (want && strcmp(want, "256") == 0 && cap > FLOOR_LOOP_VAES256)
+        cap = FLOOR_LOOP_VAES256;
+    return best < cap ? best : cap;
+}
+
+int pcb_floor_gcm_loop_bits(void)
+{
+    return pcb_floor_missing() ? 0 : gcm_loop();
+}
+
 PCB_FLOOR_API pcb_floor_gcm *pcb_floor_gcm_new(const uint8_t *key, size_t key_len)
 {
     if (key_len != 16 && key_len != 32)
@@ -221,16 +202,22 @@ PCB_FLOOR_API pcb_floor_gcm *pcb_floor_gcm_new(const uint8_t *key, size_t key_le
     if (k == NULL)
         return NULL;
     floor_aes_key(&k->aes, key, key_len);
-    k->h[0] = floor_bswap(floor_aes1(&k->aes, _mm_setzero_si128()));
-    __m128i hpow = k->h[0];
-    for (int i = 1; i <= 16; i++) {
-        if (i > 1)
-            hpow = gf_mul(hpow, k->h[0]);
-        if (i <= 8)
-            k->h[i - 1] = hpow;
-        k->hd[16 - i] = hpow;
-    }
-    k->vaes = (pcb_cpu_features() & PCB_CPU_VAES) && getenv("PCB_FLOOR_NO_VAES") == NULL;
+    k->loop = gcm_loop();
+    /* H^1..H^n (n = 8, 16 or 32 as the loop needs) in doubling steps: each
+     * step's products are independent, so they overlap in the CPU. */
+    __m128i *h = k->h, *hd = k->hd + 32; /* hd[-i] = H^i */
+    h[0] = floor_bswap(floor_aes1(&k->aes, _mm_setzero_si128()));
+    h[1] = gf_mul(h[0], h[0]);
+    h[2] = gf_mul(h[1], h[0]), h[3] = gf_mul(h[1], h[1]);
+    for (int i = 0; i < 4; i++)
+        h[4 + i] = gf_mul(h[i], h[3]);
+    for (int i = 1; i <= 8; i++)
+        hd[-i] = h[i - 1];
+    if (k->loop == FLOOR_LOOP_VAES512)
+        pcb_floor_gcm512_powers(k);
+    else if (k->loop == FLOOR_LOOP_VAES256)
+        for (int i = 1; i <= 8; i++)
+            hd[-(8 + i)] = gf_mul(hd[-i], hd[-8]);
     return k;
 }
 
@@ -293,7 +280,10 @@ PCB_FLOOR_FN void gcm_run(const pcb_floor_gcm *k, const uint8_t iv[12], const ui
     if (len - done >= 128)
         acc_flush(k, &acc);
 
-    if (k->vaes && len - done >= 256) {
+    if (k->loop == FLOOR_LOOP_VAES512 && len >= 512) { /* all the rest, in zmm */
+        acc_flush(k, &acc);
+        done += pcb_floor_gcm512(k, &ctr, &acc.x, in + done, out + done, len - done, enc);
+    } else if (k->loop >= FLOOR_LOOP_VAES256 && len - done >= 256) {
         acc_flush(k, &acc);
         done += gcm_vaes(k, &ctr, &acc.x, in + done, out + done, len - done, enc);
     }
@@ -376,6 +366,11 @@ const char *pcb_floor_missing(void)
 #else
     return "x86 AES-NI and PCLMULQDQ (this build is not for x86)";
 #endif
+}
+
+int pcb_floor_gcm_loop_bits(void)
+{
+    return 0;
 }
 
 pcb_floor_gcm *pcb_floor_gcm_new(const uint8_t *key, size_t key_len)

@@ -2,8 +2,9 @@
  * crypto/floor.h — pycipherbench's own short-message AES-GCM and AES-SIV on
  * AES-NI + PCLMULQDQ: the hardware floor every library is measured against.
  *
- * Owns: the floor key states (AES round keys, GHASH powers H^1..H^8, CMAC
- * subkeys and CMAC(K, 0^128), all prepared once at key setup), one call per
+ * Owns: the floor key states (AES round keys, GHASH powers H^1..H^8, and
+ * up to H^32 for the VAES loops, CMAC subkeys and CMAC(K, 0^128), all
+ * prepared once at key setup), one call per
  * whole message, and the CPU rule: the kernels run only where the CPU has
  * AES-NI, PCLMULQDQ and SSE4.1 and OPENSSL_ia32cap hides nothing (as
  * OpenSSL, the floor treats a set mask as "no AES instructions": the
@@ -12,6 +13,18 @@
  * with per-function target attributes, so the rest of the build needs no
  * flags; off x86 the file compiles to the "missing" answer alone.
  *   GCM: AES-128/256, 12-byte IV, one associated-data string, 16-byte tag.
+ *        Messages run through the AES rounds 8 blocks at a time on AES-NI;
+ *        from 256 bytes on, 16 blocks per pass on 256-bit VAES/VPCLMULQDQ
+ *        (common/cpu.h PCB_CPU_VAES); from 512 bytes on, all of the
+ *        message after its first 112 bytes 32 blocks per pass on 512-bit
+ *        ones (PCB_CPU_VAES512: AVX-512 F+BW+VL; the last pass masked).
+ *        Messages under 512 bytes never touch zmm (no AVX-512 clock
+ *        effects for them), under 256 not even ymm.
+ *        The environment variable PCB_FLOOR_VAES, read at key setup, narrows
+ *        the choice for tests and benchmarks: "512" (or unset, or any other
+ *        value: the widest the CPU has), "256" (no zmm), "none" (AES-NI
+ *        only; so does the older PCB_FLOOR_NO_VAES set to anything). It
+ *        never widens it.
  *   SIV: RFC 5297 AES-SIV-CMAC with 32- or 64-byte keys (first half S2V,
  *        second half CTR); S2V as an accumulator like crypto/siv.h's, so a
  *        caller with constant associated data folds it in once.
@@ -33,6 +46,10 @@
  * ("AES-NI, PCLMULQDQ", or "x86-64 (AES-NI and PCLMULQDQ); this build is for
  * aarch64"). */
 const char *pcb_floor_missing(void);
+
+/* The widest GCM loop a key set up now would run: 512 or 256 (VAES bits),
+ * 128 (AES-NI), 0 when pcb_floor_missing(). */
+int pcb_floor_gcm_loop_bits(void);
 
 typedef struct pcb_floor_gcm pcb_floor_gcm;
 typedef struct pcb_floor_siv pcb_floor_siv;
