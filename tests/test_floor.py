@@ -223,9 +223,12 @@ def test_auto_falls_back_to_openssl_where_the_floor_does_not_serve(tmp_path):
 
 
 @pytest.mark.skipif(not X86, reason="OPENSSL_ia32cap is x86's mask")
-def test_openssl_ia32cap_hides_the_floor_as_it_hides_openssls_aes(tmp_path):
+@pytest.mark.parametrize("mask", ["~0x200000200000000:~0x60000000000", ""],
+                         ids=["hw_aes=False mask", "empty (OpenSSL: every capability off)"])
+def test_openssl_ia32cap_hides_the_floor_as_it_hides_openssls_aes(tmp_path, mask):
     """hw_aes=False runs in a child with OpenSSL's mask set: there the floor is missing,
-    and the default store runs on OpenSSL (its AES in software)."""
+    and the default store runs on OpenSSL (its AES in software). An empty mask is a set
+    one: OpenSSL reads it as 0, every capability off, so the floor is off too."""
     code = ("import pycipherbench as p, sys\n"
             "from pycipherbench import store\n"
             "f = next(b for b in p.backends() if b['name'] == 'floor')\n"
@@ -234,7 +237,7 @@ def test_openssl_ia32cap_hides_the_floor_as_it_hides_openssls_aes(tmp_path):
             "    s.edit().put_string('a', 'b').commit()\n"
             "    assert s.get_string('a') == 'b'\n"
             "print('ok')\n")
-    env = child_env(OPENSSL_ia32cap="~0x200000200000000:~0x60000000000")
+    env = child_env(OPENSSL_ia32cap=mask)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          cwd=tempfile.gettempdir(),
                          timeout=120)

@@ -23,7 +23,7 @@ const char *pcb_floor_missing(void)
      * the floor honours it as OpenSSL does, so "AES off" means off for every backend. */
     const char *mask = getenv("OPENSSL_ia32cap");
     if (pcb_cpu_features() & PCB_CPU_AES_CLMUL)
-        return mask && mask[0] ? "AES-NI and PCLMULQDQ (hidden by OPENSSL_ia32cap)" : NULL;
+        return mask ? "AES-NI and PCLMULQDQ (hidden by OPENSSL_ia32cap)" : NULL;
     __builtin_cpu_init();
     int aes = __builtin_cpu_supports("aes"), pcl = __builtin_cpu_supports("pclmul");
     if (!aes && !pcl)

@@ -7,7 +7,7 @@
  * prepared once at key setup), one call per
  * whole message, and the CPU rule: the kernels run only where the CPU has
  * AES-NI, PCLMULQDQ and SSE4.1 and OPENSSL_ia32cap hides nothing (as
- * OpenSSL, the floor treats a set mask as "no AES instructions": the
+ * OpenSSL, the floor treats a set mask, even an empty one, as "no AES instructions": the
  * hw_aes=False child); pcb_floor_missing() says what is missing, and every
  * other function must not be called then. The x86 code is compiled
  * with per-function target attributes, so the rest of the build needs no
