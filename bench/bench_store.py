@@ -67,6 +67,7 @@ SECTIONS = ("peer", "scale", "open", "footprint", "seed", "latency")
 NS = time.perf_counter_ns
 
 STAGES = ("siv", "nonce", "aead", "base64", "lookup", "io")  # store.bench's stage clocks
+FLOORS = {"siv": "siv_floor", "aead": "aead_floor"}  # a crypto stage -> its floor (where measured)
 MODES = {  # label -> store options (store.open / store.bench)
     "plain": dict(encrypted=False),
     "lean": dict(),
@@ -84,6 +85,15 @@ def med(xs):
 def spread(xs):
     """min..max as a short string."""
     return f"{min(xs):,.0f}..{max(xs):,.0f}" if xs else "-"
+
+
+def floor_row(label, st, width):
+    """The stage table's floor line under a row: each crypto stage's floor (that stage's
+    crypto alone on the floor kernels, same sizes, the store's AAD), or '' if none."""
+    if not any(FLOORS[k] in st for k in FLOORS):
+        return ""
+    cells = "".join(f"{st[FLOORS[s]]:8,.0f}" if FLOORS.get(s) in st else f"{'':8s}" for s in STAGES)
+    return f"\n    {label:{width}s}" + cells
 
 
 def fmt_ns(ns):
@@ -288,11 +298,12 @@ def section_scale(ctx, rep):
     stages = {name: ctx.cbench("get", n_keys=n, stages=True, repeats=1).stages
               for name, n in (("small", 1000), ("big", big))}
     print("    stages, ns/op (one instrumented call per side; siv includes the first touch of the "
-          "benchmark's own name string):")
+          "benchmark's own name string; 'floor': the crypto stages' floor, same run):")
     print(f"    {'':12s}" + "".join(f"{s:>8s}" for s in STAGES) + f"{'total':>8s}")
     for name, label in (("small", "1,000"), ("big", f"{big:,}")):
         row = stages[name]
-        print(f"    {label:12s}" + "".join(f"{row[k]:8,.0f}" for k in STAGES + ("total",)))
+        print(f"    {label:12s}" + "".join(f"{row[k]:8,.0f}" for k in STAGES + ("total",))
+              + floor_row("  floor", row, 12))
     print(f"    at {big:,} keys: heap {big_m.heap_bytes_per_entry:,.0f} B/entry (capacity), "
           f"disk {big_m.disk_bytes_per_entry:,.0f} B/entry")
     warn(r)
@@ -534,17 +545,20 @@ def section_latency(ctx, rep):
                 if want:
                     stage_runs.setdefault((label, op), []).append(m.extra["stages"])
     table = {k: med(v) for k, v in cells.items()}
-    stages = {k: {s: int(med([st[s] for st in v])) for s in STAGES + ("total",)}
+    stages = {k: {s: int(med([st[s] for st in v])) for s in STAGES + ("total",)
+                  + tuple(FLOORS.values()) if all(s in st for st in v)}
               for k, v in stage_runs.items()}
     print(f"  median of {ctx.latency_rounds} round(s), modes rotated:")
     print(f"    {'mode':9s}" + "".join(f"{op:>13s}" for op in ops))
     for label in MODES:
         print(f"    {label:9s}" + "".join(f"{fmt_ns(table[(label, op)]):>13s}" for op in ops))
     print("\n  Stage breakdown, ns per op (a separate run with stage clocks on; 'total' is that run's "
-          "wall time per op, clock overhead included):")
+          "wall time per op, clock overhead included; 'floor' under a crypto stage: that "
+          "stage's crypto alone on the floor kernels, same sizes and AAD, same run):")
     print(f"    {'':15s}" + "".join(f"{s:>8s}" for s in STAGES) + f"{'total':>8s}")
     for (label, op), st in stages.items():
-        print(f"    {label + ' ' + op:15s}" + "".join(f"{st[s]:8,d}" for s in STAGES) + f"{st['total']:8,d}")
+        print(f"    {label + ' ' + op:15s}" + "".join(f"{st[s]:8,d}" for s in STAGES) + f"{st['total']:8,d}"
+              + floor_row("  floor", st, 15))
     hw = {}
     for op in ("get", "put"):
         runs = [ctx.cbench(op, n_keys=1000, hw_aes=False, stages=True)
