@@ -392,7 +392,10 @@ static int open_with_key(pcb_store *s, const pcb_tink_key *e, const uint8_t *aad
                          size_t aad_len, const uint8_t *in, size_t len, uint8_t *p,
                          pcb_status *st)
 {
-    if (pcb_keyset_is_other_type(s, PCB_KS_VALUE, e)) {
+    /* Keys of the primary's id are of the option's type (pcb_keyset_open refuses
+     * anything else), so only the others need the type check (a strcmp). */
+    const int primary = e->key_id == s->keyset[PCB_KS_VALUE].primary_key_id;
+    if (!primary && pcb_keyset_is_other_type(s, PCB_KS_VALUE, e)) {
         /* A non-primary key of the other AEAD (keyset.h): its own contexts, on OpenSSL. */
         const EVP_CIPHER *c = pcb_codec_other_aead(s);
         pcb_aead_pair tmp = {NULL, NULL};
@@ -404,7 +407,6 @@ static int open_with_key(pcb_store *s, const pcb_tink_key *e, const uint8_t *aad
         pcb_aead_pair_free(&tmp);
         return rc;
     }
-    const int primary = e->key_id == s->keyset[PCB_KS_VALUE].primary_key_id;
     if (s->codec.bk_values)
         return pcb_codec_bk_unseal(s, primary ? NULL : e->key_value, aad, aad_len, in, len, p, st);
     const uint8_t *key = !primary ? e->key_value : s->codec.per_call_setup ? s->value_key : NULL;
