@@ -115,6 +115,8 @@ static void check(const unsigned char *text, size_t n, const uint8_t *expect, si
             abort();
         if (pcb_b64_encode(ref, want, back) != n || memcmp(back, s, n) != 0)
             DIE("reference accepted %zu characters that are not the encoding of its output", n);
+        if (pcb_b64_encode_scalar(ref, want, back) != n || memcmp(back, s, n) != 0)
+            DIE("the scalar encoder differs from the active one for %zu bytes", want);
         free(back);
     }
     if (expect != NULL && (want != expect_len || memcmp(ref, expect, expect_len) != 0))

@@ -90,7 +90,8 @@ def test_store_kernel_builds_a_store_and_removes_it(tmp_path: Path) -> None:
     n = k.calibrate(0.001, 0.0)
     assert k.sample(n)[0] > 0
     stages = k.stages(100)
-    assert set(stages) == {"siv", "nonce", "aead", "base64", "lookup", "io", "total"}
+    base = {"siv", "nonce", "aead", "base64", "lookup", "io", "total"}
+    assert base <= set(stages) <= base | {"siv_floor", "aead_floor"}  # floors: where the CPU has them
     k.close()
     assert k.closed and not any(tmp_path.iterdir())
     with pytest.raises(TypeError, match="directory"):

@@ -191,3 +191,42 @@ def test_store_backend_unsupported_combinations(tmp_path):
                 with pytest.raises(ValueError, match=rf"'{name}' has no .*backends that have it: 'openssl'"):
                     store.open(p, master_key_file=key, value_encryption=ve, crypto_backend=name)
     assert not Path(p).exists(), "a refused open left a file behind"
+
+
+FLOOR = _available().get("floor")
+
+
+@pytest.mark.skipif(FLOOR is None, reason="the floor kernels need AES-NI + PCLMULQDQ")
+@pytest.mark.parametrize("workload", ["get", "put"])
+@pytest.mark.parametrize("opts", [{}, {"crypto_backend": "openssl"}, {"faithful": True}],
+                         ids=["lean", "openssl", "faithful"])
+def test_stage_floors_sit_under_their_stages(tmp_path, workload, opts):
+    """stages() carries each crypto stage's floor (that stage's crypto alone on the floor
+    kernels, same sizes, the store's AAD): present, positive, and not above its stage."""
+    k = pcb._core.StoreKernel(workload, directory=str(tmp_path), n_keys=200, **opts)
+    try:
+        st = k.stages(5000)
+    finally:
+        k.close()
+    for stage in ("siv", "aead"):
+        floor = st[f"{stage}_floor"]
+        assert isinstance(floor, int) and floor > 0
+        assert floor <= st[stage], (stage, st)
+
+
+@pytest.mark.skipif(FLOOR is None, reason="the floor kernels need AES-NI + PCLMULQDQ")
+def test_stage_floors_only_where_the_store_seals_that_part(tmp_path):
+    (tmp_path / "p").mkdir()
+    (tmp_path / "c").mkdir()
+    plain = pcb._core.StoreKernel("get", directory=str(tmp_path / "p"), n_keys=20, encrypted=False)
+    chacha = pcb._core.StoreKernel("get", directory=str(tmp_path / "c"), n_keys=20,
+                                   value_encryption="chacha20-poly1305")
+    try:
+        p, c = plain.stages(100), chacha.stages(100)
+    finally:
+        plain.close()
+        chacha.close()
+    assert "siv_floor" not in p and "aead_floor" not in p
+    assert c["siv_floor"] > 0 and "aead_floor" not in c  # no ChaCha20-Poly1305 floor
+    m = store.bench("get", n_keys=20, min_time=0.001, repeats=1, warmup=0, stages=True)
+    assert m.stages is not None and 0 < m.stages["aead_floor"] <= m.stages["aead"]

@@ -687,14 +687,18 @@ sys.path.insert(0, sys.argv[1])  # the very pycipherbench the parent imported
 from pycipherbench import _core, store
 path, kf = sys.argv[2:4]
 with store.open(path, master_key_file=kf) as s:
-    print(json.dumps({"impl": _core.B64_IMPL, "all": s.all()}))
+    got = s.all()
+    with s.edit() as e:  # the file rewritten, and a value sealed, with the scalar encoder
+        e.put_string("from scalar", "z" * 77)
+    print(json.dumps({"impl": _core.B64_IMPL, "all": got}))
 """
 
 
 @needs_store
 def test_scalar_base64_decoder_reads_the_same_store(tmp_path, master):
-    """PCB_B64_SCALAR=1 forces the scalar decoder; a store (values of every length class the SIMD
-    kernels step through) reads the same either way, and machine() names the decoder in use."""
+    """PCB_B64_SCALAR=1 forces the scalar decoder and encoder; a store (values of every length
+    class the SIMD kernels step through) reads the same either way, what the scalar side writes
+    reads here, and machine() names the decoder in use."""
     import json
     import subprocess
 
@@ -715,3 +719,7 @@ def test_scalar_base64_decoder_reads_the_same_store(tmp_path, master):
     got = json.loads(out.stdout)
     assert got["impl"] == "scalar"
     assert got["all"] == items
+    # Written by the scalar encoder (names, values, and the AAD the child sealed under: the
+    # Base64 of the sealed name), read back here with the SIMD one: the same bytes.
+    with open_store(path, kf) as s:
+        assert s.all() == items | {"from scalar": "z" * 77}

@@ -28,7 +28,7 @@ void pcb_buf_free(pcb_buf *b)
     pcb_buf_init(b);
 }
 
-char *pcb_buf_reserve(pcb_buf *b, size_t n)
+char *pcb_buf_grow(pcb_buf *b, size_t n)
 {
     if (b->failed)
         return NULL;

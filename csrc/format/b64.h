@@ -19,8 +19,11 @@ static inline size_t pcb_b64_encoded_len(size_t n) { return (n + 2) / 3 * 4; }
 /* Upper bound of the bytes decoded from n characters. */
 static inline size_t pcb_b64_decoded_max(size_t n) { return n / 4 * 3 + 3; }
 
-/* Writes pcb_b64_encoded_len(n) characters to out (no NUL); returns that count. */
+/* Writes pcb_b64_encoded_len(n) characters to out (no NUL); returns that count.
+ * SSSE3 steps where the decoder's SIMD level is active (PCB_B64_SCALAR=1: none);
+ * _scalar: the table code alone (tests compare the two). */
 size_t pcb_b64_encode(const uint8_t *in, size_t n, char *out);
+size_t pcb_b64_encode_scalar(const uint8_t *in, size_t n, char *out);
 
 /*
  * Strict decode: length must be a multiple of 4, only the standard alphabet,

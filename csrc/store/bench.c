@@ -500,7 +500,8 @@ int pcb_store_bench_stages_run(bench *b, uint64_t n, pcb_store_bench_stages *out
     for (int i = 0; i < PCB_STAGE_COUNT; i++)
         out->stage_ns[i] /= n;
     out->stage_total_ns = dt / n;
-    return 1;
+    return pcb_store_stage_floor(b->store, b->p->workload == PCB_WL_PUT, b->p->key_len,
+                                 b->value.len, n, &out->siv_floor_ns, &out->aead_floor_ns, st);
 }
 
 const pcb_status *pcb_store_bench_error(const bench *b) { return &b->st; }

@@ -50,6 +50,9 @@ typedef struct {
 typedef struct {
     uint64_t stage_ns[PCB_STAGE_COUNT]; /* per operation, mean over the breakdown run */
     uint64_t stage_total_ns;            /* per operation in the breakdown run */
+    /* The floor of the crypto stages (pcb_store_stage_floor), measured right
+     * after them at the same sizes: 0 where a stage has none. */
+    uint64_t siv_floor_ns, aead_floor_ns;
 } pcb_store_bench_stages;
 
 typedef struct {
@@ -78,7 +81,8 @@ uint64_t pcb_store_bench_last_durable_ns(const pcb_store_bench *b);
  * slices: apply adds each slice's durable time). */
 void pcb_store_bench_begin(void *b);
 void pcb_store_bench_get_footprint(const pcb_store_bench *b, pcb_store_bench_footprint *f);
-/* put/get: n more operations with the stage clocks on; 1, or 0 with st set. */
+/* put/get: n more operations with the stage clocks on, then the crypto
+ * stages' floor (n calls each); 1, or 0 with st set. */
 int pcb_store_bench_stages_run(pcb_store_bench *b, uint64_t n, pcb_store_bench_stages *out,
                                pcb_status *st);
 /* Closes the store, removes its files, frees everything. 1, or 0 (st set)

@@ -149,7 +149,10 @@ int pcb_codec_name(pcb_store *s, const char *name, size_t len, pcb_buf *out, pcb
     }
     STAGE_BEGIN(s);
     const size_t blob_len = PREFIX_LEN + 16 + len;
-    uint8_t stackbuf[512], *blob = blob_len <= sizeof stackbuf ? stackbuf : malloc(blob_len);
+    /* Raw records: sealed in place in out; text records: into a blob Base64 then copies. */
+    const int in_place = !s->codec.records_text;
+    uint8_t stackbuf[512], *blob = in_place ? (uint8_t *)pcb_buf_reserve(out, blob_len)
+                                   : blob_len <= sizeof stackbuf ? stackbuf : malloc(blob_len);
     uint8_t d[16];
     if (blob == NULL)
         return pcb_oom(st);
@@ -160,9 +163,11 @@ int pcb_codec_name(pcb_store *s, const char *name, size_t len, pcb_buf *out, pcb
              : s2v_start(s, NULL, d)
                && pcb_siv_encrypt(&s->siv, d, (const uint8_t *)name, len, blob + PREFIX_LEN);
     STAGE_END(s, PCB_STAGE_SIV);
-    if (ok)
+    if (ok && in_place)
+        out->len = blob_len;
+    else if (ok)
         append_stored(s, out, blob, blob_len);
-    if (blob != stackbuf)
+    if (!in_place && blob != stackbuf)
         pcb_wipe_free(blob, blob_len);
     if (!ok)
         return s->codec.bk_names ? 0 : pcb_fail_openssl(st, "AES-SIV name encryption");
@@ -392,7 +397,10 @@ static int open_with_key(pcb_store *s, const pcb_tink_key *e, const uint8_t *aad
                          size_t aad_len, const uint8_t *in, size_t len, uint8_t *p,
                          pcb_status *st)
 {
-    if (pcb_keyset_is_other_type(s, PCB_KS_VALUE, e)) {
+    /* Keys of the primary's id are of the option's type (pcb_keyset_open refuses
+     * anything else), so only the others need the type check (a strcmp). */
+    const int primary = e->key_id == s->keyset[PCB_KS_VALUE].primary_key_id;
+    if (!primary && pcb_keyset_is_other_type(s, PCB_KS_VALUE, e)) {
         /* A non-primary key of the other AEAD (keyset.h): its own contexts, on OpenSSL. */
         const EVP_CIPHER *c = pcb_codec_other_aead(s);
         pcb_aead_pair tmp = {NULL, NULL};
@@ -404,7 +412,6 @@ static int open_with_key(pcb_store *s, const pcb_tink_key *e, const uint8_t *aad
         pcb_aead_pair_free(&tmp);
         return rc;
     }
-    const int primary = e->key_id == s->keyset[PCB_KS_VALUE].primary_key_id;
     if (s->codec.bk_values)
         return pcb_codec_bk_unseal(s, primary ? NULL : e->key_value, aad, aad_len, in, len, p, st);
     const uint8_t *key = !primary ? e->key_value : s->codec.per_call_setup ? s->value_key : NULL;

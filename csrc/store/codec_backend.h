@@ -15,7 +15,10 @@
  * serve the options, else OpenSSL. The bytes are the same as OpenSSL's: the
  * file format does not depend on the backend. Keysets and the master key stay on OpenSSL.
  * All with the store's lock held (the contexts are the store's). Lengths
- * are bytes.
+ * are bytes. Also defined in codec_backend.c: pcb_store_stage_floor
+ * (store.h), the floor of put/get's crypto stages (its own floor contexts,
+ * keyed from a copy of the store's keys taken under the lock; timed in ns
+ * without it).
  */
 #ifndef PCB_STORE_CODEC_BACKEND_H
 #define PCB_STORE_CODEC_BACKEND_H

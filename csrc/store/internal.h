@@ -173,6 +173,9 @@ struct pcb_store {
     uint64_t stage_ns[PCB_STAGE_COUNT];
 
     pcb_buf scratch; /* name/AAD encodings under the lock */
+    pcb_buf sname;   /* reads (lock held): the stored form of the name looked up, kept
+                      * between calls so that a get allocates nothing; it holds a SIV
+                      * blob or a plain name, which the map holds anyway: wiped when freed */
 
     pcb_share *share; /* merge.c: other writers of the file (opaque); io_lock */
 

@@ -108,6 +108,11 @@ static inline size_t pcb_map_probe(const pcb_map *m, const uint8_t *name, size_t
                 first_free = i;
         } else if (sl->tag == tag) {
             const rec_header *r = rec_at(m, sl->ref);
+            /* The record's next two lines (the rest of a short name and its
+             * value) fetched beside its first, not one after the other once
+             * the compare and the value's reader reach them. */
+            __builtin_prefetch((const uint8_t *)r + 64);
+            __builtin_prefetch((const uint8_t *)r + 128);
             if ((r->name_len & LEN_MASK) == len && memcmp(rec_name(r), name, len) == 0) {
                 *found = 1;
                 return i;

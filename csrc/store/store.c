@@ -134,6 +134,7 @@ static void store_free(pcb_store *s)
     pcb_map_free(&s->map);
     pcb_map_free(&s->plain_cache);
     pcb_buf_free(&s->scratch);
+    pcb_buf_free(&s->sname);
     pcb_buf_free(&s->keyset_text[0]);
     pcb_buf_free(&s->keyset_text[1]);
     pcb_share_free(s->share);
@@ -185,6 +186,7 @@ static pcb_store *store_new(const char *path, const pcb_store_options *opt,
         return NULL;
     }
     pcb_buf_init(&s->scratch);
+    pcb_buf_init(&s->sname);
     pcb_buf_init(&s->keyset_text[0]);
     pcb_buf_init(&s->keyset_text[1]);
     s->codec = pcb_codec_choose(opt);
@@ -324,6 +326,16 @@ static int cache_lookup(pcb_store *s, const char *name, size_t len, pcb_buf *out
     return 1;
 }
 
+/* After a read (lock held): s->sname is kept for the next one, unless it
+ * failed (its flag is sticky) or grew past 64 KiB for a long name. */
+static void done_sname(pcb_store *s)
+{
+    if (s->sname.failed || s->sname.cap > 65536) {
+        pcb_buf_free(&s->sname);
+        pcb_buf_init(&s->sname);
+    }
+}
+
 /* Looks name up (lock held): the record or NULL, and the AAD its value needs. */
 static const rec_header *lookup(pcb_store *s, const char *name, size_t len, pcb_buf *sname,
                                 pcb_status *st, int *failed)
@@ -342,7 +354,6 @@ static const rec_header *lookup(pcb_store *s, const char *name, size_t len, pcb_
 int pcb_store_get(pcb_store *s, const char *name, size_t len, pcb_buf *out, int *found,
                   pcb_status *st)
 {
-    pcb_buf sname;
     int failed, ok = 1;
     *found = 0;
     out->len = 0;
@@ -353,14 +364,14 @@ int pcb_store_get(pcb_store *s, const char *name, size_t len, pcb_buf *out, int 
         pcb_store_unlock(s);
         return 1;
     }
-    pcb_buf_init(&sname);
-    const rec_header *r = lookup(s, name, len, &sname, st, &failed);
+    pcb_buf *sname = &s->sname;
+    const rec_header *r = lookup(s, name, len, sname, st, &failed);
     if (failed) {
         ok = 0;
     } else if (r != NULL) {
         size_t aad_len;
         STAGE_BEGIN(s);
-        const uint8_t *aad = pcb_codec_value_aad(s, (const uint8_t *)sname.data, sname.len, &aad_len);
+        const uint8_t *aad = pcb_codec_value_aad(s, (const uint8_t *)sname->data, sname->len, &aad_len);
         STAGE_END(s, PCB_STAGE_BASE64);
         ok = aad != NULL ? pcb_codec_open_value(s, r, aad, aad_len, out, st) : pcb_oom(st);
         if (ok) {
@@ -370,14 +381,13 @@ int pcb_store_get(pcb_store *s, const char *name, size_t len, pcb_buf *out, int 
                 ok = pcb_oom(st);
         }
     }
+    done_sname(s);
     pcb_store_unlock(s);
-    pcb_buf_free(&sname);
     return ok;
 }
 
 int pcb_store_contains(pcb_store *s, const char *name, size_t len, int *found, pcb_status *st)
 {
-    pcb_buf sname;
     int failed;
     *found = 0;
     if (!pcb_codec_check_name(s, name, len, st))
@@ -388,10 +398,9 @@ int pcb_store_contains(pcb_store *s, const char *name, size_t len, int *found, p
         *found = 1;
         return 1;
     }
-    pcb_buf_init(&sname);
-    const rec_header *r = lookup(s, name, len, &sname, st, &failed);
+    const rec_header *r = lookup(s, name, len, &s->sname, st, &failed);
+    done_sname(s);
     pcb_store_unlock(s);
-    pcb_buf_free(&sname);
     *found = r != NULL;
     return !failed;
 }
@@ -472,7 +481,7 @@ size_t pcb_store_heap_bytes(pcb_store *s)
      * GHASH tables) are estimated at ~1 KiB each (they are not ours to count). */
     const size_t evp_ctx = 1024;
     size_t n = sizeof *s + pcb_map_heap_bytes(&s->map) + pcb_map_heap_bytes(&s->plain_cache)
-               + s->scratch.cap + s->keyset_text[0].cap + s->keyset_text[1].cap
+               + s->scratch.cap + s->sname.cap + s->keyset_text[0].cap + s->keyset_text[1].cap
                + (s->siv_ready ? 2 * evp_ctx : 0) + (s->value.enc ? 2 * evp_ctx : 0)
                + (s->master_ctx.enc ? 2 * evp_ctx : 0)
                + strlen(s->path) + strlen(s->dir) + strlen(s->store_name) + strlen(s->scrypt_path) + 4;

@@ -144,6 +144,20 @@ uint64_t pcb_store_disk_bytes(pcb_store *s);
 void pcb_store_stage_clocks(pcb_store *s, int on);
 void pcb_store_take_stages(pcb_store *s, uint64_t ns[PCB_STAGE_COUNT]);
 
+/* The floor of put/get's crypto stages at one entry's sizes: the store's
+ * per-entry crypto alone, on the floor kernels (crypto/floor.h) keyed with
+ * the store's primary keys, each in a bare loop of n calls timed in 5
+ * slices (the least mean per call, ns). *siv_ns: floor AES-SIV encryption
+ * of a name_len-byte name with the store name folded in (get and put both
+ * seal the name); *aead_ns: floor AES-GCM of a value_len-byte serialization
+ * with the associated data the store's records use (the Base64 of the
+ * sealed name, or the plain name), opened (get) or sealed (put). 0 where the
+ * stage has no floor: the store does not seal that part, its value AEAD is
+ * ChaCha20-Poly1305, or this CPU lacks the floor. Takes the store's lock to
+ * copy the keys, not while timing. 1, or 0 (memory) with st set. */
+int pcb_store_stage_floor(pcb_store *s, int put, size_t name_len, size_t value_len, uint64_t n,
+                          uint64_t *siv_ns, uint64_t *aead_ns, pcb_status *st);
+
 /* The embedder's hooks around a wait for a store or editor lock that is
  * busy (process-wide; set once, before any store opens): begin returns a
  * token (NULL: nothing to undo) that end gets back after the wait. py/ uses
