@@ -483,7 +483,10 @@ class StoreMeasurement(Record):
     from a separate instrumented run; None for other workloads or with
     ``stages=False``); the footprint (``heap_bytes``, ``disk_bytes`` of a
     store of ``entries`` entries); and for ``apply`` ``durable_samples``, ns
-    per operation until the background write landed.
+    per operation until the background write landed; ``crypto``, the library
+    that sealed the names and the values (``{"names": "floor", "values":
+    "floor"}``: ``crypto_backend="auto"`` resolved; ``"none"`` for a part not
+    encrypted; None where not timed by this package's C store).
     """
 
     workload: str
@@ -496,6 +499,7 @@ class StoreMeasurement(Record):
     engine: str = "esp"
     level: str = "c"
     engine_version: str | None = None
+    crypto: dict[str, str] | None = None
 
     METRICS: ClassVar[tuple[str, ...]] = (
         *Record.METRICS, "durable_median", "heap_bytes_per_entry", "disk_bytes_per_entry")
@@ -550,6 +554,7 @@ class StoreMeasurement(Record):
             "entries": self.entries, "heap_bytes_per_entry": self.heap_bytes_per_entry,
             "disk_bytes_per_entry": self.disk_bytes_per_entry, "durable_median": self.durable_median,
             "engine": self.engine, "level": self.level, "engine_version": self.engine_version,
+            "crypto": self.crypto,
         }
 
     def _label(self) -> str:
@@ -559,7 +564,11 @@ class StoreMeasurement(Record):
             ver = f" {self.engine_version}" if self.engine_version else ""
             return (f"{self.workload} ({kind} {self.engine}{ver} store, {self.params['n_keys']} "
                     f"entries, timed at the Python call)")
-        return f"{self.workload} ({kind} store, {self.params['n_keys']} entries{hw})"
+        ran = ""
+        if self.crypto and set(self.crypto.values()) != {"none"}:
+            ran = (f", {self.crypto['values']}" if self.crypto["names"] in (self.crypto["values"], "none")
+                   else f", names on {self.crypto['names']}, values on {self.crypto['values']}")
+        return f"{self.workload} ({kind} store, {self.params['n_keys']} entries{ran}{hw})"
 
     @classmethod
     def _from_rounds(cls, data: PointData, run: RunInfo, *, params: StoreParams, min_time: float,
@@ -573,6 +582,8 @@ class StoreMeasurement(Record):
             hw_mask=hw_mask, min_time=min_time, stages=info.get("stages"),
             heap_bytes=int(info["heap_bytes"]), disk_bytes=int(info["disk_bytes"]),
             entries=int(info["entries"]), durable_samples=durable,
+            crypto={"names": info["names_crypto"], "values": info["values_crypto"]}
+            if "names_crypto" in info else None,
             **record_fields(data, run, repeats=repeats),
         )
 

@@ -230,3 +230,42 @@ def test_stage_floors_only_where_the_store_seals_that_part(tmp_path):
     assert c["siv_floor"] > 0 and "aead_floor" not in c  # no ChaCha20-Poly1305 floor
     m = store.bench("get", n_keys=20, min_time=0.001, repeats=1, warmup=0, stages=True)
     assert m.stages is not None and 0 < m.stages["aead_floor"] <= m.stages["aead"]
+
+
+# -- every store result records the library that ran (crypto_backend="auto" resolved)
+FLOOR_OK = any(b["name"] == "floor" and b["available"] for b in pcb.backends())
+AUTO = "floor" if FLOOR_OK else "openssl"
+
+
+@pytest.mark.parametrize("opts, names, values", [
+    ({}, AUTO, AUTO),
+    ({"crypto_backend": "openssl"}, "openssl", "openssl"),
+    ({"faithful": True}, "openssl", "openssl"),                  # the floor serves lean mode only
+    ({"value_encryption": "chacha20-poly1305"}, "openssl", "openssl"),  # no ChaCha on the floor
+    ({"key_encryption": "none"}, "none", AUTO),
+    ({"value_encryption": "none"}, AUTO, "none"),
+    ({"layout": "file"}, "openssl", "openssl"),                  # the map sealed whole
+    ({"encrypted": False}, "none", "none"),
+], ids=["auto", "openssl", "faithful", "chacha", "plain names", "plain values", "file", "plain"])
+def test_store_results_record_the_library_that_ran(opts, names, values):
+    m = store.bench("get", **TINY, **opts)
+    assert m.crypto == {"names": names, "values": values}
+    back = type(m).from_dict(m.to_dict())
+    assert back.crypto == m.crypto
+
+
+@pytest.mark.parametrize("name", sorted({n for n, _ in POINTS}) or ["(none)"])
+def test_store_results_name_an_explicit_backend(name):
+    if name == "(none)":
+        pytest.skip("no optional C backend in this build")
+    ve = next(v for n, v in POINTS if n == name)
+    m = store.bench("get", crypto_backend=name, value_encryption=ve, **TINY)
+    assert m.crypto["values"] == name
+    assert m.crypto["names"] in (name, "openssl")  # AES-SIV in the store's shape: gcrypt, floor
+    assert name in repr(m)
+
+
+@pytest.mark.skipif(not FLOOR_OK, reason="no floor on this CPU")
+def test_hw_aes_off_records_openssl_not_the_floor():
+    m = store.bench("get", hw_aes=False, **TINY)
+    assert m.crypto == {"names": "openssl", "values": "openssl"}

@@ -258,13 +258,15 @@ static PyObject *StoreKernel_info(StoreKernelObject *k, void *Py_UNUSED(closure)
         durable = pcb_store_bench_last_durable_ns(k->bench);
     }
     return Py_BuildValue(
-        "{s:s,s:n,s:n,s:n,s:s,s:n,s:K,s:K,s:K,s:n,s:K}",
+        "{s:s,s:n,s:n,s:n,s:s,s:n,s:K,s:K,s:K,s:n,s:K,s:s,s:s}",
         "workload", k->a.workload, "n_keys", (Py_ssize_t)p->n_keys,
         "key_len", (Py_ssize_t)p->key_len, "value_len", (Py_ssize_t)p->value_len,
         "value_type", k->a.value_type, "batch", (Py_ssize_t)p->batch,
         "heap_bytes", (unsigned long long)f.heap_bytes, "disk_bytes", (unsigned long long)f.disk_bytes,
         "entries", (unsigned long long)f.entries, "payload", (Py_ssize_t)f.payload,
-        "last_durable_ns", (unsigned long long)durable);
+        "last_durable_ns", (unsigned long long)durable,
+        "names_crypto", f.names_crypto ? f.names_crypto : "none",
+        "values_crypto", f.values_crypto ? f.values_crypto : "none");
 }
 
 static PyObject *StoreKernel_closed(StoreKernelObject *k, void *Py_UNUSED(closure))

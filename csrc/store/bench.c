@@ -518,6 +518,7 @@ static int populate_instance(bench *b, pcb_status *st)
     b->footprint.heap_bytes = pcb_store_heap_bytes(b->store);
     b->footprint.disk_bytes = pcb_store_disk_bytes(b->store);
     b->footprint.payload = payload_of(b);
+    pcb_store_crypto_libraries(b->store, &b->footprint.names_crypto, &b->footprint.values_crypto);
     if (b->p->workload == PCB_WL_OPEN_COLD) {
         int ok = close_store(b, st);
         unlink_store_files(b);

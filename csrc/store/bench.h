@@ -58,6 +58,9 @@ typedef struct {
 typedef struct {
     uint64_t heap_bytes, disk_bytes, entries; /* right after populating */
     size_t payload;         /* plaintext value bytes an operation handles */
+    /* The library that sealed the names and the values (static strings:
+     * pcb_store_crypto_libraries), crypto_backend="auto" resolved. */
+    const char *names_crypto, *values_crypto;
 } pcb_store_bench_footprint;
 
 /* The shortest key_len that gives n_keys distinct names and as many

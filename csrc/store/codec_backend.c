@@ -338,6 +338,15 @@ void pcb_codec_bk_free(pcb_store *s)
     s->bk = NULL;
 }
 
+void pcb_store_crypto_libraries(const pcb_store *s, const char **names, const char **values)
+{
+    const pcb_store_options *o = &s->opt;
+    const char *whole = o->encrypted && o->layout != PCB_LAYOUT_ENTRIES ? "openssl" : "none";
+    const char *bk = pcb_backend_name(effective(o));
+    *names = !uses_names(o) ? whole : pcb_codec_bk_names(s) ? bk : "openssl";
+    *values = !uses_values(o) ? whole : pcb_codec_bk_values(s) ? bk : "openssl";
+}
+
 /* ------------------------------------------------------ the stages' floor */
 
 #define FLOOR_SLICES 5

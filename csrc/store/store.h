@@ -144,6 +144,12 @@ uint64_t pcb_store_disk_bytes(pcb_store *s);
 void pcb_store_stage_clocks(pcb_store *s, int on);
 void pcb_store_take_stages(pcb_store *s, uint64_t ns[PCB_STAGE_COUNT]);
 
+/* Which library seals this store's names and values, crypto_backend="auto"
+ * resolved (pcb_backend_name: "floor", "openssl", ...): "none" for a part
+ * the store does not encrypt; a whole-map layout is sealed by "openssl".
+ * Static strings; the options are fixed at open, so no lock is needed. */
+void pcb_store_crypto_libraries(const pcb_store *s, const char **names, const char **values);
+
 /* The floor of put/get's crypto stages at one entry's sizes: the store's
  * per-entry crypto alone, on the floor kernels (crypto/floor.h) keyed with
  * the store's primary keys, each in a bare loop of n calls timed in 5
