@@ -146,8 +146,8 @@ fi
 # published vectors, interop with the other libraries' aarch64 wheels, every backend
 # (gcrypt included), the store and Tink formats, the store itself (locks, I/O, round
 # trips; the slowest file), bad input. Each file has its expected seconds (a run on CI's
-# 2-core x86-64 shared with other builds, load average about 3, 2026-12-02: 9 min in all
-# with the installs cached): a file is started only if the time so far plus its
+# 2-core x86-64 shared with other builds, load average about 3, 2026-12-02: 9 to 11 min
+# in all with the installs cached): a file is started only if the time so far plus its
 # expectation, scaled by how much slower than expected the files so far ran (the
 # machine's load), stays inside PCB_AARCH64_BUDGET s (default 2100: what CI's 90 minutes
 # leave this stage). Files left out are named, never silently dropped.
