@@ -312,7 +312,9 @@ def _undeclared_without_linux(cc, path, incs):
     r = subprocess.run([cc, "-std=c11", "-fsyntax-only", "-U__linux__", "-D_DEFAULT_SOURCE",
                         "-Wimplicit-function-declaration", *(f"-I{d}" for d in incs), str(path)],
                        capture_output=True, text=True, timeout=120)
-    return [line for line in r.stderr.splitlines() if "implicit declaration" in line]
+    # gcc: "implicit declaration of function"; clang: "call to undeclared function"
+    return [line for line in r.stderr.splitlines()
+            if "implicit declaration" in line or "undeclared function" in line]
 
 
 EMULATED_CC = pytest.mark.skipif(
