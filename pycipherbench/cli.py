@@ -203,8 +203,9 @@ def cmd_backends(args: argparse.Namespace) -> int:
               "rebuild (pip install --force-reinstall --no-deps .)")
     if pip:
         print(f"# To add the Python libraries: pip install {' '.join(pip)}")
-    if not apt and not pip:
-        print("# Every backend is available.")
+    if not apt and not pip:  # nothing to install: all there, or what is missing needs other hardware
+        print("# Every backend is available." if all(b["available"] for b in items)
+              else "# No package adds what is missing (see why above).")
     return 0
 
 

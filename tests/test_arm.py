@@ -307,6 +307,56 @@ def test_guard_checker_finds_unguarded_uses():
     assert _unguarded_uses("#ifndef O_DIRECTORY\n#define O_DIRECTORY 0\n#endif\nopen(p, O_DIRECTORY);\n") == []
 
 
+def _undeclared_without_linux(cc, path, incs):
+    """Warnings about undeclared functions when path compiles as if not on Linux."""
+    r = subprocess.run([cc, "-std=c11", "-fsyntax-only", "-U__linux__", "-D_DEFAULT_SOURCE",
+                        "-Wimplicit-function-declaration", *(f"-I{d}" for d in incs), str(path)],
+                       capture_output=True, text=True, timeout=120, check=False)
+    # gcc: "implicit declaration of function"; clang: "call to undeclared function"
+    return [line for line in r.stderr.splitlines()
+            if "implicit declaration" in line or "undeclared function" in line]
+
+
+EMULATED_CC = pytest.mark.skipif(
+    bool(os.environ.get("PCB_AARCH64_EMULATED")),
+    reason="under qemu the compiler is the x86-64 host's and the headers the aarch64 interpreter's")
+
+
+@EMULATED_CC
+def test_non_linux_branches_declare_what_they_call():
+    """Every C file compiled with __linux__ undefined (the branches macOS and the BSDs
+    take, on this system's headers, which then show their default, BSD-visible API) still
+    declares every function it calls: a fallback's header must not hide behind a Linux
+    guard (getentropy's did)."""
+    import shutil
+    import sysconfig
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if cc is None or shutil.which("pkg-config") is None:
+        pytest.skip("needs a C compiler and pkg-config")
+    ssl = subprocess.run(["pkg-config", "--cflags-only-I", "libcrypto"], capture_output=True,
+                         text=True, check=True)
+    incs = [REPO / "csrc", sysconfig.get_paths()["include"],
+            *(f[2:] for f in ssl.stdout.split() if f.startswith("-I"))]
+    found = {str(p.relative_to(REPO)): _undeclared_without_linux(cc, p, incs)
+             for p in sorted((REPO / "csrc").glob("*/*.c"))}
+    assert {f: w for f, w in found.items() if w} == {}
+
+
+@EMULATED_CC
+def test_undeclared_checker_finds_a_call_behind_a_linux_guard(tmp_path):
+    """The checker itself: a header behind __linux__ leaves the call undeclared elsewhere."""
+    import shutil
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("needs a C compiler")
+    src = tmp_path / "f.c"
+    src.write_text("#if defined(__linux__)\n#include <stdio.h>\n#endif\n"
+                   "int f(void) { return puts(\"x\"); }\n")
+    assert len(_undeclared_without_linux(cc, src, [])) == 1
+    src.write_text("#include <stdio.h>\nint f(void) { return puts(\"x\"); }\n")
+    assert _undeclared_without_linux(cc, src, []) == []
+
+
 @pytest.mark.skipif(not os.environ.get("PCB_EXPECT_FALLBACKS"),
                     reason="only for a PCB_FORCE_FALLBACKS=1 build (.ci/run sets PCB_EXPECT_FALLBACKS)")
 def test_forced_fallbacks_reached_the_build():

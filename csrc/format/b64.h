@@ -4,8 +4,9 @@
  *
  * Owns: encoding and strict decoding. Pure C, no allocation, thread-safe.
  * Decoding runs SIMD kernels on x86-64 (SSSE3, AVX2, AVX-512 VBMI), picked
- * at run time on first use; every kernel accepts and produces exactly what
- * the scalar decoder does. PCB_B64_SCALAR=1 in the environment at first use
+ * at run time on first use (elsewhere, ARM included, the scalar decoder:
+ * b64.c says why); every kernel accepts and produces exactly what the scalar
+ * decoder does. PCB_B64_SCALAR=1 in the environment at first use
  * forces the scalar decoder (for tests and comparisons).
  */
 #ifndef PCB_FORMAT_B64_H

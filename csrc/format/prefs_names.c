@@ -9,17 +9,15 @@
 
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
-#if defined(__linux__)
 /* getrandom on Linux; getentropy (POSIX 2024: glibc >= 2.25, musl, macOS, the
- * BSDs, bionic) elsewhere and with -DPCB_FORCE_FALLBACKS. */
+ * BSDs, bionic) elsewhere and with -DPCB_FORCE_FALLBACKS. Both headers on every
+ * system: macOS declares getentropy in <sys/random.h>, OpenBSD in <unistd.h>. */
 #if defined(__linux__) || defined(__APPLE__) || defined(__FreeBSD__)
 #include <sys/random.h>
-#else
-#include <unistd.h>
 #endif
+#include <unistd.h>
 #if defined(__linux__) && !defined(PCB_FORCE_FALLBACKS)
 #define PCB_HAVE_GETRANDOM 1
-#endif
 #endif
 
 #include "common/siphash.h"
