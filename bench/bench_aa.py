@@ -19,7 +19,8 @@ import os
 import sys
 import time
 
-import pycipherbench as pcb
+import _checkout  # noqa: F401,E402  (the checkout's build before an installed copy)
+import pycipherbench as pcb  # noqa: E402
 
 BAR = 0.10
 GRID = dict(

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-import pycipherbench as pcb
+import _checkout  # noqa: F401,E402  (the checkout's build before an installed copy)
+import pycipherbench as pcb  # noqa: E402
 from pycipherbench import store
 
 CASES: list[tuple[str, Callable[[], Any]]] = [

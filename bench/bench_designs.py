@@ -30,9 +30,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 import numpy as np  # noqa: E402
+
+import _checkout  # noqa: F401,E402  (the checkout's build before an installed copy)
 
 import pycipherbench as pcb  # noqa: E402
 from pycipherbench import designs, engines  # noqa: E402

@@ -45,11 +45,8 @@ import statistics
 import subprocess
 import sys
 
-try:
-    import pycipherbench as pcb
-except ImportError:  # run from the repo root without installing
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    import pycipherbench as pcb
+import _checkout  # noqa: E402  (the checkout's build before an installed copy)
+import pycipherbench as pcb  # noqa: E402
 from pycipherbench import store  # noqa: E402
 from pycipherbench.stats import median_ci, paired_ratio  # noqa: E402
 
@@ -208,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.rounds, args.min_time = 5, 0.02
     fb = floor_backend()
+    print(f"bench_floor: {_checkout.which()}")
     print(f"bench_floor: floor = {fb['version']}; {os.cpu_count()} CPUs, load "
           f"{os.getloadavg()[0]:.1f}; store crypto_backend default: "
           f"{inspect.signature(store.open).parameters['crypto_backend'].default!r}")

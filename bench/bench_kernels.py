@@ -60,11 +60,8 @@ import subprocess
 import sys
 import time
 
-try:
-    import pycipherbench as pcb
-except ImportError:  # run from the repo root without installing
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    import pycipherbench as pcb
+import _checkout  # noqa: F401,E402  (the checkout's build before an installed copy)
+import pycipherbench as pcb  # noqa: E402
 from pycipherbench.stats import median_ci, median_ci_level  # noqa: E402
 
 

@@ -19,7 +19,8 @@ import argparse
 import random
 import sys
 
-import pycipherbench as pcb
+import _checkout  # noqa: F401,E402  (the checkout's build before an installed copy)
+import pycipherbench as pcb  # noqa: E402
 from pycipherbench import _core
 from pycipherbench.stats import paired_ratio
 

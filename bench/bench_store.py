@@ -48,17 +48,13 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-try:
-    import pycipherbench as pcb
-    from pycipherbench import store
-except ImportError:  # run from the repo root without installing
-    sys.path.insert(0, os.path.join(HERE, ".."))
-    import pycipherbench as pcb
-    from pycipherbench import store
+import _checkout  # noqa: E402  (the checkout's build before an installed copy)
+import pycipherbench as pcb  # noqa: E402
+from pycipherbench import store  # noqa: E402
 from pycipherbench.stats import median_ci  # noqa: E402
 
 sys.path.insert(0, HERE)
-from esp_peer import STRING, PeerStore, PlainPeerStore  # noqa: E402
+from esp_peer import PeerStore, PlainPeerStore  # noqa: E402
 
 ALPHABET = string.ascii_letters + string.digits
 KEY_LEN = VALUE_LEN = 32
@@ -596,6 +592,7 @@ def main(argv=None):
     rep = Report()
     machine = pcb.machine()
     print("pycipherbench store benchmark" + (" (--quick)" if args.quick else ""))
+    print(_checkout.which())
     print("machine: " + json.dumps(machine))
     try:
         print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
