@@ -439,7 +439,8 @@ def open(  # noqa: A001 - the module's verb, as in io.open
             another of :func:`~pycipherbench.backends` that has the value AEAD
             (``"sodium"``, ``"nettle"``, ``"gcrypt"``, ``"mbedtls"``,
             ``"floor"``); names use its AES-SIV where it has the store's
-            shape (libgcrypt), else OpenSSL's. The file format does not change:
+            shape (the floor, libgcrypt), else OpenSSL's (a result's
+            ``crypto`` says which ran). The file format does not change:
             a store written with one backend opens with any other. Keysets and
             the master key stay on OpenSSL; ``faithful=True``, plain stores
             and ``layout="file"`` take ``"openssl"`` only. A backend lacking
