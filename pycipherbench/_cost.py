@@ -71,5 +71,5 @@ def payload_cost(points: Iterable[tuple[int, int]], repeats: int, *, what: str =
     slow, fast = data / SLOW_RATE, data / (40 * SLOW_RATE)
     rounds = f"{repeats} round{'' if repeats == 1 else 's'} take{'s' if repeats == 1 else ''}"
     return (f"{head}; every sample runs one whole message at least, so {rounds} at least "
-            f"{fast:,.1f} s at hardware-AES speed (AES-NI, ARMv8 AES), {slow / 60:,.1f} min at the slowest kernels' "
-            "(3DES, TEA-ref)")
+            f"{fast:,.1f} s at hardware-AES speed (AES-NI, ARMv8 AES), {slow / 60:,.1f} min at "
+            "the slowest kernels' (3DES, TEA-ref)")
