@@ -28,9 +28,7 @@ from __future__ import annotations
 import math
 import os
 import random
-import resource
 import shutil
-import string
 import tempfile
 import time
 from collections.abc import Sequence
@@ -40,6 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import engines
+from .engine_bench import ScratchPoint, nivcsw, random_text
 from ._format import format_ns, format_table
 from ._record import Record
 from ._rounds import DEFAULT_ROUNDS, PointData, RunInfo, run_plans, Plan, record_fields
@@ -84,16 +83,6 @@ LEVEL_NOTE = ("timed at the Python call (perf_counter_ns around open/get/put, ca
               "driven through store.open beside it, same level, same rounds; not comparable "
               "with store.bench's C-level figures")
 
-_ALPHABET = string.ascii_letters + string.digits
-
-
-def _text(rng: random.Random, n: int) -> str:
-    return "".join(rng.choices(_ALPHABET, k=n))
-
-
-def _nivcsw() -> int:
-    who = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)  # Linux: this thread
-    return int(resource.getrusage(who).ru_nivcsw)
 
 
 @dataclass(frozen=True, repr=False, eq=False, kw_only=True)
@@ -133,7 +122,7 @@ class DesignMeasurement(Record):
 # -- the points
 
 
-class _StartupPoint:
+class _StartupPoint(ScratchPoint):
     """One design's start-up: a copy of the prepared store (warm) or an empty directory
     (cold) per start-up; open, reads, writes + apply timed (blocked), then flush (durable)."""
 
@@ -146,7 +135,7 @@ class _StartupPoint:
         self.min_time, self.directory = min_time, directory
         self.n_entries, self.value_len = n_entries, value_len
         rng = random.Random(seed)  # the same names for every design of a run
-        self.entries = {_text(rng, key_len): _text(rng, value_len) for _ in range(n_entries)}
+        self.entries = {random_text(rng, key_len): random_text(rng, value_len) for _ in range(n_entries)}
         names = list(self.entries)
         self.sensitive = frozenset(names[:round(n_entries * sensitive_fraction)])
         plain_names = names[len(self.sensitive):]
@@ -158,11 +147,9 @@ class _StartupPoint:
                              f"({n_sens} sensitive) but n_entries={n_entries} holds "
                              f"{len(self.sensitive)} sensitive and {len(plain_names)} others")
         self.reads = (rng.sample(sorted(self.sensitive), n_sens) + rng.sample(plain_names, present - n_sens)
-                      + [_text(rng, key_len) for _ in range(n_missing)])
+                      + [random_text(rng, key_len) for _ in range(n_missing)])
         rng.shuffle(self.reads)
-        self.writes = {_text(rng, key_len): _text(rng, value_len) for _ in range(writes)}
-        self.base: str | None = None
-        self.template: str | None = None
+        self.writes = {random_text(rng, key_len): random_text(rng, value_len) for _ in range(writes)}
         self.iterations = 1
         self.disk_bytes = 0
         self.data = PointData()
@@ -176,11 +163,9 @@ class _StartupPoint:
                                    sensitive=self.sensitive, lazy=lazy, options=opts)
 
     def prepare(self) -> None:
-        self.base = tempfile.mkdtemp(prefix="pcb-designs-", dir=self.directory)
-        self.template = os.path.join(self.base, "template")
-        os.mkdir(self.template)
+        template = self._make_template("pcb-designs-")
         if not self.cold:
-            h = self._open(self.template)
+            h = self._open(template)
             try:
                 engines.fill(h, self.entries.items())
                 h.flush()
@@ -195,7 +180,7 @@ class _StartupPoint:
         try:
             if not self.cold:
                 shutil.copytree(self.template, where, dirs_exist_ok=True)
-            niv0, cpu0 = _nivcsw(), time.thread_time_ns()
+            niv0, cpu0 = nivcsw(), time.thread_time_ns()
             t0 = time.perf_counter_ns()
             h = self._open(where)
             try:
@@ -207,7 +192,7 @@ class _StartupPoint:
                 h.flush()
                 t2 = time.perf_counter_ns()
                 cpu = time.thread_time_ns() - cpu0
-                niv = _nivcsw() - niv0
+                niv = nivcsw() - niv0
             finally:
                 h.close()
             if not self.disk_bytes:
@@ -221,14 +206,7 @@ class _StartupPoint:
         for _ in range(self.iterations):
             b, d, c, n = self._one()
             blocked, durable, cpu, niv = blocked + b, durable + d, cpu + c, niv + n
-        self.data.extra.setdefault("durable_ns", []).append(durable / self.iterations)
-        # (elapsed, TSC ticks: none at this level, CPU ns, nivcsw, wall of the call)
-        self.data.add((blocked, 0, cpu, niv, durable), self.iterations, canary)
-
-    def close(self) -> None:
-        if self.base is not None:
-            shutil.rmtree(self.base, ignore_errors=True)
-            self.base = None
+        self._record(blocked, durable, cpu, niv, durable, canary)  # the call lasts until durable
 
 
 def _build(data: PointData, run: RunInfo, *, design: str, workload: str, params: dict[str, Any],

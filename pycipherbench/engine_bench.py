@@ -22,7 +22,9 @@ import functools
 import math
 import os
 import random
+import resource
 import shutil
+import string
 import tempfile
 import time
 from typing import Any, cast
@@ -39,14 +41,55 @@ PY_WORKLOADS = ("put", "get", "get_missing", "contains", "commit", "apply", "ope
 _MAX_OPS = 200_000
 
 
-def _nivcsw() -> int:
-    import resource
+_ALPHABET = string.ascii_letters + string.digits
 
+
+def random_text(rng: random.Random, n: int) -> str:
+    """n random [A-Za-z0-9] characters (the C kernels' names and values)."""
+    return "".join(rng.choices(_ALPHABET, k=n))
+
+
+def nivcsw() -> int:
+    """This thread's involuntary context switches so far (the process's where the
+    platform has no RUSAGE_THREAD)."""
     who = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
     return int(resource.getrusage(who).ru_nivcsw)
 
 
-class PyStorePoint:
+class ScratchPoint:
+    """What every point timed at the Python call shares (here and in
+    :mod:`pycipherbench.designs`): a scratch directory made at prepare and removed at
+    close, holding the prepared template store that each round copies, and how a
+    sample is recorded. Subclasses set ``directory``, ``iterations`` and ``data``."""
+
+    directory: str | None
+    iterations: int
+    data: PointData
+    base: str | None = None
+    template: str | None = None
+
+    def _make_template(self, prefix: str) -> str:
+        """A new scratch directory (in ``directory``) with an empty ``template`` in it."""
+        self.base = tempfile.mkdtemp(prefix=prefix, dir=self.directory)
+        self.template = os.path.join(self.base, "template")
+        os.mkdir(self.template)
+        return self.template
+
+    def _record(self, blocked: int, durable: int, cpu: int, niv: int, call: int,
+                canary: float) -> None:
+        """One sample of ``iterations`` operations: ns blocked (the timed figure), until
+        durable, of CPU, context switches, and the call's wall time (no TSC ticks at
+        this level)."""
+        self.data.extra.setdefault("durable_ns", []).append(durable / self.iterations)
+        self.data.add((blocked, 0, cpu, niv, call), self.iterations, canary)
+
+    def close(self) -> None:
+        if self.base is not None:
+            shutil.rmtree(self.base, ignore_errors=True)
+            self.base = None
+
+
+class PyStorePoint(ScratchPoint):
     """One engine's workload at the Python call: prepared once (a template store),
     a new copy per round, ``iterations`` operations timed per sample."""
 
@@ -57,8 +100,6 @@ class PyStorePoint:
         self.n_keys, self.key_len, self.value_len, self.batch = n_keys, key_len, value_len, batch
         self.encrypted = encrypted
         self.min_time, self.warmup, self.directory = min_time, warmup, directory
-        self.base: str | None = None
-        self.template: str | None = None
         self.iterations = 1
         self.disk_bytes = 0
         self.data = PointData()
@@ -69,27 +110,21 @@ class PyStorePoint:
                                    options=self.options)
 
     def _names(self, rng: random.Random, n: int) -> list[str]:
-        from .designs import _text
-
-        return [_text(rng, self.key_len) for _ in range(n)]
+        return [random_text(rng, self.key_len) for _ in range(n)]
 
     def prepare(self) -> None:
-        from .designs import _text
-
-        self.base = tempfile.mkdtemp(prefix="pcb-engine-", dir=self.directory)
-        self.template = os.path.join(self.base, "template")
-        os.mkdir(self.template)
+        template = self._make_template("pcb-engine-")
         rng = random.Random()
         self.names = self._names(rng, self.n_keys)
-        self.value = _text(rng, self.value_len)
+        self.value = random_text(rng, self.value_len)
         if self.workload != "open_cold":
-            h = self._open(self.template)
+            h = self._open(template)
             try:
-                engines.fill(h, ((k, _text(rng, self.value_len)) for k in self.names))
+                engines.fill(h, ((k, random_text(rng, self.value_len)) for k in self.names))
                 h.flush()
             finally:
                 h.close()
-            self.disk_bytes = engines.disk_bytes(self.template)
+            self.disk_bytes = engines.disk_bytes(template)
         self.missing = self._names(rng, 1000)
         # calibrate: double until one sample lasts min_time (capped)
         n = 1
@@ -124,12 +159,12 @@ class PyStorePoint:
             d = os.path.join(where, str(i)) if cold else where
             if cold:
                 os.mkdir(d)
-            n0, c0 = _nivcsw(), time.thread_time_ns()
+            n0, c0 = nivcsw(), time.thread_time_ns()
             t0 = time.perf_counter_ns()
             h = self._open(d)
             total += time.perf_counter_ns() - t0
             cpu += time.thread_time_ns() - c0
-            niv += _nivcsw() - n0
+            niv += nivcsw() - n0
             h.close()
             if cold:
                 shutil.rmtree(d, ignore_errors=True)
@@ -144,7 +179,7 @@ class PyStorePoint:
         fresh = self._names(random.Random(), n if w == "put" else self.batch) \
             if w in ("put", "commit", "apply") else []
         ed = h.editor() if w == "put" else None
-        n0, c0 = _nivcsw(), time.thread_time_ns()
+        n0, c0 = nivcsw(), time.thread_time_ns()
         t0 = time.perf_counter_ns()
         durable = 0
         if w == "get":
@@ -173,20 +208,14 @@ class PyStorePoint:
         if w == "apply":
             h.flush()
             durable = time.perf_counter_ns() - t0
-        cpu, niv = time.thread_time_ns() - c0, _nivcsw() - n0
+        cpu, niv = time.thread_time_ns() - c0, nivcsw() - n0
         if ed is not None:
             ed.commit()  # untimed: the puts' transaction ends
         return t1 - t0, durable or (t1 - t0), cpu, niv
 
     def sample(self, canary: float) -> None:
         blocked, durable, cpu, niv = self._sample(self.iterations)
-        self.data.extra.setdefault("durable_ns", []).append(durable / self.iterations)
-        self.data.add((blocked, 0, cpu, niv, blocked), self.iterations, canary)
-
-    def close(self) -> None:
-        if self.base is not None:
-            shutil.rmtree(self.base, ignore_errors=True)
-            self.base = None
+        self._record(blocked, durable, cpu, niv, blocked, canary)
 
 
 def _build(data: PointData, run: RunInfo, *, point: PyStorePoint, params: dict[str, Any],
