@@ -28,13 +28,12 @@
  *
  * ARM (aarch64) decodes and encodes with the scalar code, on purpose: no
  * NEON kernel. Decoding is off the put/get path (the store keeps its entries
- * decoded in memory; a get only encodes: the name's SIV blob, and the value's
- * associated data, SSSE3 steps on x86-64, which callgrind counts at ~200
- * instructions a lean get against ~478 scalar); it runs when a file is read
- * (open, inspect). How much a
- * kernel can save there, measured on x86-64 with callgrind (instructions,
- * not time; opening a 1000-entry store of 32-character names and values,
- * default options): the scalar decoder is 19.5 % of
+ * decoded in memory; a get only encodes the value's associated data, in SSSE3
+ * steps on x86-64, ~200 instructions a lean get under callgrind against ~478
+ * scalar); it runs when a file is read (open, inspect). How much a kernel can
+ * save there, measured on x86-64 with callgrind (instructions, not time;
+ * opening a 1000-entry store of 32-character names and values, default
+ * options): the scalar decoder is 19.5 % of
  * pcb_store_open's instructions (892 per entry, name and value), AVX2 8.8 %
  * (354). Whether a NEON kernel turns a like cut into time on a real core
  * (in-order Cortex-A55 or a big out-of-order one) is unknown: no ARM board
