@@ -9,18 +9,8 @@
 
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
-/* getrandom on Linux; getentropy (POSIX 2024: glibc >= 2.25, musl, macOS, the
- * BSDs, bionic) elsewhere and with -DPCB_FORCE_FALLBACKS. Both headers on every
- * system: macOS declares getentropy in <sys/random.h>, OpenBSD in <unistd.h>. */
-#if defined(__linux__) || defined(__APPLE__) || defined(__FreeBSD__)
-#include <sys/random.h>
-#endif
-#include <unistd.h>
-#if defined(__linux__) && !defined(PCB_FORCE_FALLBACKS)
-#define PCB_HAVE_GETRANDOM 1
-#endif
-
 #include "common/siphash.h"
+#include "common/sys.h"
 
 /* Wiping reallocation: old (old_cap bytes, `used` kept) wiped and freed. */
 static void *pcb_grow_wipe(void *old, size_t old_cap, size_t used, size_t new_cap)
@@ -58,13 +48,8 @@ char *pcb_grow_capped(char **buf, size_t *cap, size_t used, size_t n, size_t lim
  * OpenSSL's; with neither (early boot), any key still gives correct results. */
 static void random_key(uint64_t key[2], const void *salt, size_t len)
 {
-#ifdef PCB_HAVE_GETRANDOM
-    if (getrandom(key, 2 * sizeof key[0], GRND_NONBLOCK) == (ssize_t)(2 * sizeof key[0]))
+    if (pcb_sys_getentropy(key, 2 * sizeof key[0]) == 0)
         return;
-#else
-    if (getentropy(key, 2 * sizeof key[0]) == 0)
-        return;
-#endif
     if (RAND_bytes((unsigned char *)key, 2 * sizeof key[0]) == 1)
         return;
     key[0] = (uint64_t)(uintptr_t)salt ^ 0x9E3779B97F4A7C15ULL;

@@ -189,7 +189,8 @@ static int exec_functions(PyObject *module)
         || PyModule_AddFunctions(module, pcb_store_bench_functions) < 0
         || PyModule_AddFunctions(module, pcb_store_options_functions) < 0
         || PyModule_AddFunctions(module, pcb_inspect_functions) < 0
-        || PyModule_AddFunctions(module, pcb_mmkv_functions) < 0)
+        || PyModule_AddFunctions(module, pcb_mmkv_functions) < 0
+        || PyModule_AddFunctions(module, pcb_fault_functions) < 0)
         return -1;
     return 0;
 }

@@ -71,6 +71,8 @@ int pcb_backend_arg(const char *name, int *backend);
 /* store_py.c: creates the Store and Editor types into ms and adds them to
  * the module; 0, or -1 with an exception set. */
 int pcb_store_types_exec(PyObject *module, module_state *ms);
+/* fault_py.c: _fault and _fault_calls, the tests' fault plan (common/sys.h). */
+extern PyMethodDef pcb_fault_functions[];
 /* mmkv_py.c: the MMKV design model's functions (a capsule handle; issue 19). */
 extern PyMethodDef pcb_mmkv_functions[];
 /* store_options_py.c: the store calls' keyword arguments. Their names and

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "store/bench.h"
+#include "common/sys.h"
 #include "store/lock.h"
 
 #include <errno.h>
@@ -165,13 +166,13 @@ static int populate(bench *b, pcb_status *st)
 static void unlink_store_files(bench *b)
 {
     char side[PATH_MAX + 8];
-    unlink(b->path);
-    unlink(b->key_path);
+    pcb_sys_unlink(b->path);
+    pcb_sys_unlink(b->key_path);
     snprintf(side, sizeof side, "%s.scrypt", b->path);
-    unlink(side);
+    pcb_sys_unlink(side);
     /* The bench's own store, no other writer: its lock file goes too. */
     snprintf(side, sizeof side, "%s" PCB_LOCK_SUFFIX, b->path);
-    unlink(side);
+    pcb_sys_unlink(side);
 }
 
 /* Puts of existing names with a fresh value each time (as an app updating). */

@@ -19,6 +19,7 @@
 #include <openssl/rand.h>
 
 #include "common/mem.h"
+#include "common/sys.h"
 
 /* Portability: flags some systems lack. Without O_CLOEXEC the descriptor is
  * marked close-on-exec right after the open (a window a concurrent exec may
@@ -45,13 +46,10 @@
 #define O_NOCTTY 0
 #endif
 
-/* open(2) with close-on-exec, retried on EINTR. */
+/* open(2) with close-on-exec (common/sys.h retries it on EINTR). */
 static int open_cloexec(const char *path, int flags, mode_t mode)
 {
-    int fd;
-    do
-        fd = open(path, flags | O_CLOEXEC, mode);
-    while (fd < 0 && errno == EINTR);
+    int fd = pcb_sys_open(path, flags | O_CLOEXEC, mode);
     PCB_SET_CLOEXEC(fd);
     return fd;
 }
@@ -61,8 +59,8 @@ static int open_dir(const char *dir)
 {
     int fd = open_cloexec(dir, O_RDONLY | O_DIRECTORY, 0);
     struct stat sb;
-    if (fd >= 0 && O_DIRECTORY == 0 && (fstat(fd, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
-        close(fd);
+    if (fd >= 0 && O_DIRECTORY == 0 && (pcb_sys_fstat(fd, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+        pcb_sys_close(fd);
         errno = ENOTDIR;
         return -1;
     }
@@ -99,28 +97,26 @@ static int read_whole(const char *path, size_t max_len, const char *what, int te
         return pcb_fail_os(st, "cannot open %s", path);
     }
     struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        close(fd);
+    if (pcb_sys_fstat(fd, &sb) != 0) {
+        pcb_sys_close(fd);
         return pcb_fail_os(st, "cannot stat %s", path);
     }
     if (!S_ISREG(sb.st_mode)) {
-        close(fd);
+        pcb_sys_close(fd);
         errno = S_ISDIR(sb.st_mode) ? EISDIR : EINVAL;
         return pcb_fail_os(st, "%s is not a regular file", path);
     }
     if ((uint64_t)sb.st_size > max_len) {
-        close(fd);
+        pcb_sys_close(fd);
         return pcb_fail(st, PCB_E_FORMAT, "%s is %lld bytes, larger than %s may be (%zu bytes)",
                         path, (long long)sb.st_size, what, max_len);
     }
     if (text && sb.st_size > 65536) { /* sniff a big file: sparse or binary is refused from its first bytes */
         char head[4096];
-        ssize_t h;
-        while ((h = pread(fd, head, sizeof head, 0)) < 0 && errno == EINTR)
-            ;
+        ssize_t h = pcb_sys_pread(fd, head, sizeof head, 0);
         const char *nul = h > 0 ? memchr(head, 0, (size_t)h) : NULL;
         if (nul != NULL) {
-            close(fd);
+            pcb_sys_close(fd);
             return pcb_fail(st, PCB_E_FORMAT, "%s is not %s: it holds a NUL byte (a control "
                             "character) at offset %zu, where text was expected", path, what, (size_t)(nul - head));
         }
@@ -128,20 +124,20 @@ static int read_whole(const char *path, size_t max_len, const char *what, int te
     size_t cap = (size_t)sb.st_size + 1, n = 0;
     char *buf = pcb_big_alloc(cap);
     if (buf == NULL) {
-        close(fd);
+        pcb_sys_close(fd);
         return pcb_oom(st);
     }
     for (;;) {
         if (n == cap) { /* the file grew under us */
             if (n > max_len) {
                 pcb_big_free(buf, cap, 1);
-                close(fd);
+                pcb_sys_close(fd);
                 return pcb_fail(st, PCB_E_FORMAT, "%s grew past the %zu bytes it may hold", path, max_len);
             }
             char *bigger = pcb_big_alloc(cap * 2);
             if (bigger == NULL) {
                 pcb_big_free(buf, cap, 1);
-                close(fd);
+                pcb_sys_close(fd);
                 return pcb_oom(st);
             }
             memcpy(bigger, buf, n);
@@ -149,19 +145,17 @@ static int read_whole(const char *path, size_t max_len, const char *what, int te
             buf = bigger;
             cap *= 2;
         }
-        ssize_t r = read(fd, buf + n, cap - n);
+        ssize_t r = pcb_sys_read(fd, buf + n, cap - n);
         if (r < 0) {
-            if (errno == EINTR)
-                continue;
             pcb_big_free(buf, cap, 1);
-            close(fd);
+            pcb_sys_close(fd);
             return pcb_fail_os(st, "cannot read %s", path);
         }
         if (r == 0)
             break;
         n += (size_t)r;
     }
-    close(fd);
+    pcb_sys_close(fd);
     buf[n] = '\0'; /* the loop leaves n < cap: text readers may use string functions */
     f->data = buf;
     f->len = n;
@@ -202,7 +196,7 @@ int pcb_read_private_file(const char *path, size_t len, const char *what, uint8_
     }
     struct stat sb;
     int ok = 0;
-    if (fstat(fd, &sb) != 0)
+    if (pcb_sys_fstat(fd, &sb) != 0)
         pcb_fail_os(st, "cannot stat %s %s", what, path);
     else if (!S_ISREG(sb.st_mode)) {
         errno = S_ISDIR(sb.st_mode) ? EISDIR : EINVAL;
@@ -221,9 +215,7 @@ int pcb_read_private_file(const char *path, size_t len, const char *what, uint8_
     else {
         size_t n = 0;
         while (n < len) {
-            ssize_t r = read(fd, out + n, len - n);
-            if (r < 0 && errno == EINTR)
-                continue;
+            ssize_t r = pcb_sys_read(fd, out + n, len - n);
             if (r <= 0)
                 break;
             n += (size_t)r;
@@ -235,19 +227,16 @@ int pcb_read_private_file(const char *path, size_t len, const char *what, uint8_
                      what, path, len, n);
         }
     }
-    close(fd);
+    pcb_sys_close(fd);
     return ok;
 }
 
 static int write_all(int fd, const char *p, size_t n)
 {
     while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
+        ssize_t w = pcb_sys_write(fd, p, n);
+        if (w < 0)
             return 0;
-        }
         p += w;
         n -= (size_t)w;
     }
@@ -259,8 +248,8 @@ int pcb_fsync_dir(const char *dir)
     int fd = open_dir(dir);
     if (fd < 0)
         return 0;
-    int ok = fsync(fd) == 0 || errno == EINVAL; /* some filesystems refuse directory fsync */
-    close(fd);
+    int ok = pcb_sys_fsync(fd) == 0 || errno == EINVAL; /* some filesystems refuse directory fsync */
+    pcb_sys_close(fd);
     return ok;
 }
 
@@ -293,18 +282,18 @@ static int write_tmp(const char *path, const char *data, size_t len, mode_t mode
         /* chown first (it may clear set-id bits), then the old mode exactly;
          * a user who may not give the file away keeps the mode only. */
         if ((keep->st_uid != geteuid() || keep->st_gid != getegid())
-            && fchown(fd, keep->st_uid, keep->st_gid) != 0 && errno != EPERM)
+            && pcb_sys_fchown(fd, keep->st_uid, keep->st_gid) != 0 && errno != EPERM)
             ok = 0;
-        ok = ok && fchmod(fd, keep->st_mode & 07777) == 0;
+        ok = ok && pcb_sys_fchmod(fd, keep->st_mode & 07777) == 0;
     }
-    ok = ok && write_all(fd, data, len) && fsync(fd) == 0;
+    ok = ok && write_all(fd, data, len) && pcb_sys_fsync(fd) == 0;
     int err = errno;
-    if (close(fd) != 0 && ok) {
+    if (pcb_sys_close(fd) != 0 && ok) {
         ok = 0;
         err = errno;
     }
     if (!ok) {
-        unlink(tmp);
+        pcb_sys_unlink(tmp);
         errno = err;
         return pcb_fail_os(st, "cannot write %s", path);
     }
@@ -319,10 +308,10 @@ static char *resolve_links(const char *path, pcb_status *st)
     char *cur = strdup(path);
     for (int hops = 0; cur != NULL; hops++) {
         struct stat sb;
-        if (lstat(cur, &sb) != 0 || !S_ISLNK(sb.st_mode))
+        if (pcb_sys_lstat(cur, &sb) != 0 || !S_ISLNK(sb.st_mode))
             return cur; /* not a link (or missing): writes go here */
         char target[PATH_MAX];
-        ssize_t n = hops < 40 ? readlink(cur, target, sizeof target - 1) : (errno = ELOOP, -1);
+        ssize_t n = hops < 40 ? pcb_sys_readlink(cur, target, sizeof target - 1) : (errno = ELOOP, -1);
         if (n < 0) {
             pcb_fail_os(st, "cannot resolve the symbolic link %s", cur);
             free(cur);
@@ -359,11 +348,11 @@ int pcb_atomic_write(const char *path, const char *dir, const char *data, size_t
         return pcb_oom(st);
     }
     struct stat old;
-    int have_old = stat(target, &old) == 0 && S_ISREG(old.st_mode);
+    int have_old = pcb_sys_stat(target, &old) == 0 && S_ISREG(old.st_mode);
     int ok = write_tmp(target, data, len, mode, have_old ? &old : NULL, tmp, sizeof tmp, st);
-    if (ok && rename(tmp, target) != 0) {
+    if (ok && pcb_sys_rename(tmp, target) != 0) {
         int err = errno;
-        unlink(tmp);
+        pcb_sys_unlink(tmp);
         errno = err;
         ok = pcb_fail_os(st, "cannot replace %s", target);
     }
@@ -384,8 +373,8 @@ int pcb_atomic_create(const char *path, const char *dir, const char *data, size_
     *exists = 0;
     if (!write_tmp(path, data, len, mode, NULL, tmp, sizeof tmp, st))
         return 0;
-    int ok = link(tmp, path) == 0, err = errno;
-    unlink(tmp);
+    int ok = pcb_sys_link(tmp, path) == 0, err = errno;
+    pcb_sys_unlink(tmp);
     if (!ok && err == EEXIST) {
         *exists = 1;
         return 1;
@@ -445,7 +434,7 @@ char *pcb_fixed_path(const char *path, const char *what, pcb_status *st)
     struct stat sb;
     if (dir == NULL) {
         pcb_oom(st);
-    } else if (real == NULL || stat(real, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+    } else if (real == NULL || pcb_sys_stat(real, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         if (real != NULL)
             errno = ENOTDIR;
         pcb_fail_os(st, "the %s's directory %s is not usable", what, dir);
@@ -462,7 +451,7 @@ char *pcb_fixed_path(const char *path, const char *what, pcb_status *st)
 int pcb_same_file(const char *a, const char *b)
 {
     struct stat sa, sb;
-    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+    if (pcb_sys_stat(a, &sa) == 0 && pcb_sys_stat(b, &sb) == 0)
         return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
     char *ca = canonical_path(a), *cb = canonical_path(b);
     int same = ca != NULL && cb != NULL ? strcmp(ca, cb) == 0 : strcmp(a, b) == 0;
@@ -502,10 +491,10 @@ void pcb_remove_stale_tmp(const char *path, const char *dir)
     snprintf(prefix, sizeof prefix, ".%s.", base);
     size_t pl = strlen(prefix);
     int dfd = open_dir(dir); /* not opendir: its descriptor need not be close-on-exec */
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    DIR *d = dfd >= 0 ? pcb_sys_fdopendir(dfd) : NULL;
     if (d == NULL) {
         if (dfd >= 0)
-            close(dfd);
+            pcb_sys_close(dfd);
         return;
     }
     struct dirent *e;
@@ -513,7 +502,7 @@ void pcb_remove_stale_tmp(const char *path, const char *dir)
         size_t n = strlen(e->d_name);
         if (n == pl + 16 + 4 && strncmp(e->d_name, prefix, pl) == 0
             && strcmp(e->d_name + n - 4, ".tmp") == 0 && owner_dead(e->d_name + pl))
-            unlinkat(dirfd(d), e->d_name, 0);
+            pcb_sys_unlinkat(dirfd(d), e->d_name, 0);
     }
     closedir(d);
 }

@@ -3,6 +3,7 @@
  * keys.h).
  */
 #include "store/keys.h"
+#include "common/sys.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -85,7 +86,7 @@ static int master_from_file(pcb_store *s, const char *path, int may_create,
         return 1;
     if (!may_create) {
         struct stat sb;
-        int by_passphrase = stat(s->scrypt_path, &sb) == 0;
+        int by_passphrase = pcb_sys_stat(s->scrypt_path, &sb) == 0;
         errno = ENOENT;
         return pcb_fail_os(st, "master key file %s is missing, and %s holds keysets sealed by a "
                            "master key%s", path, s->path,
@@ -527,7 +528,7 @@ static const char *master_hint(pcb_store *s)
                ? ": the passphrase is wrong, or the scrypt parameters were tampered with (they do "
                  "not authenticate under the key derived from this passphrase)"
                : ": the passphrase is wrong";
-    if (stat(s->scrypt_path, &sb) == 0)
+    if (pcb_sys_stat(s->scrypt_path, &sb) == 0)
         return ": a scrypt parameter file lies beside the store: was it sealed with a passphrase?";
     return "";
 }

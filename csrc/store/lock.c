@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/bytes.h"
+#include "common/sys.h"
 #include "common/timing.h"
 
 /* Which lock (see lock.h): OFD where the headers have it, unless the build
@@ -49,7 +50,7 @@ void pcb_file_id_of(const char *path, pcb_file_id *id)
 {
     struct stat sb;
     memset(id, 0, sizeof *id);
-    if (stat(path, &sb) != 0)
+    if (pcb_sys_stat(path, &sb) != 0)
         return;
     id->exists = 1;
     id->dev = (uint64_t)sb.st_dev;
@@ -91,7 +92,7 @@ static void fork_child(void)
      * does not, and the child must not keep the parent's descriptions open
      * (the parent's lock would then outlive the parent's close). */
     for (size_t i = 0; i < n_slots; i++)
-        close(slots[i].fd);
+        pcb_sys_close(slots[i].fd);
     n_slots = 0;
     pthread_mutex_init(&guard, NULL);
 }
@@ -123,20 +124,18 @@ static int open_tracked(const char *lock_path)
         }
     }
     if (err == 0) {
-        do
-            f = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        while (f < 0 && errno == EINTR);
+        f = pcb_sys_open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         err = f < 0 ? errno : 0;
     }
     struct stat sb;
     if (f >= 0 && (O_CLOEXEC == 0 && fcntl(f, F_SETFD, FD_CLOEXEC) != 0)) {
         err = errno;
-        close(f);
+        pcb_sys_close(f);
         f = -1;
     }
-    if (f >= 0 && fstat(f, &sb) != 0) {
+    if (f >= 0 && pcb_sys_fstat(f, &sb) != 0) {
         err = errno;
-        close(f);
+        pcb_sys_close(f);
         f = -1;
     }
     if (f >= 0)
@@ -153,7 +152,7 @@ static void close_tracked(int fd)
     lock_slot *sl = slot_of(fd);
     if (sl != NULL)
         *sl = slots[--n_slots];
-    close(fd);
+    pcb_sys_close(fd);
     pthread_mutex_unlock(&guard);
 }
 
@@ -166,14 +165,14 @@ static int kernel_try(int fd)
     memset(&fl, 0, sizeof fl);
     fl.l_type = F_WRLCK;
     fl.l_whence = SEEK_SET; /* l_start = l_len = 0: the whole file */
-    if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+    if (pcb_sys_fcntl_lock(fd, F_OFD_SETLK, &fl) == 0)
         return 1;
     if (errno == EAGAIN || errno == EACCES || errno == EINTR)
         return 0;
     if (errno != EINVAL) /* EINVAL: no OFD locks (before Linux 3.15): flock below */
         return -1;
 #endif
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+    if (pcb_sys_flock(fd, LOCK_EX | LOCK_NB) == 0)
         return 1;
     return errno == EWOULDBLOCK || errno == EAGAIN || errno == EINTR ? 0 : -1;
 }
@@ -244,25 +243,19 @@ void pcb_lock_release(int fd)
 uint64_t pcb_lock_counter(int fd)
 {
     uint8_t b[8];
-    ssize_t n;
-    do
-        n = pread(fd, b, sizeof b, 0);
-    while (n < 0 && errno == EINTR);
+    ssize_t n = pcb_sys_pread(fd, b, sizeof b, 0);
     return n == (ssize_t)sizeof b ? pcb_load_le64(b) : 0;
 }
 
 uint64_t pcb_lock_peek_counter(const char *lock_path)
 {
-    int fd;
-    do
-        fd = open(lock_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    while (fd < 0 && errno == EINTR);
+    int fd = pcb_sys_open(lock_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
     if (fd < 0)
         return 0;
     if (O_CLOEXEC == 0)
         (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
     uint64_t c = pcb_lock_counter(fd);
-    close(fd);
+    pcb_sys_close(fd);
     return c;
 }
 
@@ -272,10 +265,7 @@ int pcb_lock_bump(int fd, const char *lock_path, uint64_t *now, pcb_status *st)
     *now = pcb_lock_counter(fd) + 1;
     pcb_store_le32(b, (uint32_t)*now);
     pcb_store_le32(b + 4, (uint32_t)(*now >> 32));
-    ssize_t n;
-    do
-        n = pwrite(fd, b, sizeof b, 0);
-    while (n < 0 && errno == EINTR);
+    ssize_t n = pcb_sys_pwrite(fd, b, sizeof b, 0);
     if (n != (ssize_t)sizeof b) {
         if (n >= 0)
             errno = EIO;

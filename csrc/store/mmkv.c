@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "store/mmkv.h"
+#include "common/sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -249,9 +250,9 @@ static int emit(pcb_mmkv *m, uint32_t at, const uint8_t *p, size_t n, pcb_status
 
 static int remap(pcb_mmkv *m, size_t size, pcb_status *st)
 {
-    if (ftruncate(m->fd, (off_t)size) != 0)
+    if (pcb_sys_ftruncate(m->fd, (off_t)size) != 0)
         return pcb_fail_os(st, "mmkv model: growing the file to %zu bytes", size);
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
+    void *p = pcb_sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
     if (p == MAP_FAILED)
         return pcb_fail_os(st, "mmkv model: mmap of %zu bytes", size);
     if (m->map)
@@ -404,17 +405,17 @@ static int map_file(const char *path, size_t min, int *fd, uint8_t **map, size_t
                     pcb_status *st)
 {
     struct stat sb;
-    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    *fd = pcb_sys_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     PCB_MMKV_SET_CLOEXEC(*fd);
     if (*fd < 0)
         return pcb_fail_os(st, "mmkv model: %s", path);
-    if (fstat(*fd, &sb) != 0)
+    if (pcb_sys_fstat(*fd, &sb) != 0)
         return pcb_fail_os(st, "mmkv model: %s", path);
     size_t sz = (size_t)sb.st_size;
     size_t want = sz < min ? min : (sz + MMKV_PAGE - 1) / MMKV_PAGE * MMKV_PAGE;
-    if (want != sz && ftruncate(*fd, (off_t)want) != 0)
+    if (want != sz && pcb_sys_ftruncate(*fd, (off_t)want) != 0)
         return pcb_fail_os(st, "mmkv model: sizing %s", path);
-    void *p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+    void *p = pcb_sys_mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
     if (p == MAP_FAILED)
         return pcb_fail_os(st, "mmkv model: mmap of %s", path);
     *map = p, *size = want;
@@ -463,9 +464,9 @@ void pcb_mmkv_close(pcb_mmkv *m)
     if (m->meta)
         munmap(m->meta, META_SIZE);
     if (m->fd >= 0)
-        close(m->fd);
+        pcb_sys_close(m->fd);
     if (m->meta_fd >= 0)
-        close(m->meta_fd);
+        pcb_sys_close(m->meta_fd);
     if (m->plain) {
         OPENSSL_cleanse(m->plain, m->map_size - 4);
         free(m->plain);
@@ -542,7 +543,7 @@ int pcb_mmkv_put(pcb_mmkv *m, const uint8_t *name, size_t name_len, const uint8_
 int pcb_mmkv_sync(pcb_mmkv *m, pcb_status *st)
 {
     pthread_mutex_lock(&m->mu);
-    int ok = msync(m->map, m->map_size, MS_SYNC) == 0 && msync(m->meta, META_SIZE, MS_SYNC) == 0;
+    int ok = pcb_sys_msync(m->map, m->map_size, MS_SYNC) == 0 && pcb_sys_msync(m->meta, META_SIZE, MS_SYNC) == 0;
     pthread_mutex_unlock(&m->mu);
     return ok || pcb_fail_os(st, "mmkv model: msync");
 }

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "store/store.h"
+#include "common/sys.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -496,7 +497,7 @@ const char *pcb_store_file(const pcb_store *s) { return s->path; }
 uint64_t pcb_store_disk_bytes(pcb_store *s)
 {
     struct stat sb;
-    return stat(s->path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+    return pcb_sys_stat(s->path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
 }
 
 void pcb_store_stage_clocks(pcb_store *s, int on)
