@@ -243,7 +243,7 @@ int pcb_sys_flock(int fd, int op)
 
 int pcb_sys_fallocate(int fd, off_t at, off_t len)
 {
-    if (PCB_SYS_ARMED() && pcb_sys_fault_(PCB_SYS_fallocate) == 1 && errno != EINTR)
+    if (PCB_SYS_ARMED() && pcb_sys_fault_(PCB_SYS_posix_fallocate) == 1 && errno != EINTR)
         return errno;
     int rc;
     do

@@ -35,7 +35,7 @@
 /* The calls: X(name). Adding one: a line here and its wrapper below. */
 #define PCB_SYS_CALLS(X) \
     X(open) X(close) X(read) X(pread) X(write) X(pwrite) X(fsync) X(fdatasync) \
-    X(rename) X(link) X(unlink) X(unlinkat) X(ftruncate) X(fallocate) X(fstat) X(stat) \
+    X(rename) X(link) X(unlink) X(unlinkat) X(ftruncate) X(posix_fallocate) X(fstat) X(stat) \
     X(lstat) X(readlink) X(fchmod) X(fchown) X(fdopendir) X(mmap) X(msync) \
     X(fcntl_lock) X(flock) X(getentropy)
 
