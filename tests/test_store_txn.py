@@ -218,3 +218,54 @@ def test_failed_commit_after_a_merge_puts_memory_back_as_before(tmp_path):
     assert out[0] == "failed"
     assert json.loads(out[1]) == {}
     assert json.loads(out[2]) == {"a": "A" * 32, "b": "B"}
+
+
+CLEAR_KINDS = {
+    "entries": {},
+    "file": {"layout": "file"},
+    "cache": {"cache": True},
+    "faithful": {"faithful": True},
+    "plain": {"encrypted": False},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CLEAR_KINDS))
+def test_failed_write_of_an_applied_clear_after_another_writer_keeps_it(tmp_path, kind):
+    """Defect 1 of issue 25: b commits; a's applied clear() + put fails to write (a merge of
+    b's file first). flush() raises, and a's memory still holds the cleared map and its put
+    (not b's file, as the merge's "map before" was b's file while a clear was unwritten);
+    once the write can succeed, flush() writes exactly {"mine": "A"}: the clear wins over
+    b's entries."""
+    code = """
+        import json, resource, signal, sys
+        from pycipherbench import store
+        path, opts = sys.argv[1], json.loads(sys.argv[2])
+        a, b = store.open(path, **opts), store.open(path, **opts)
+        a.edit().put_string("old", "O").commit()
+        b.edit().put_string("theirs", "B" * 64).commit()
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, hard))
+        a.edit().clear().put_string("mine", "A").apply()
+        try:
+            a.flush()
+            print("flushed")
+        except OSError:
+            print("failed")
+        print(json.dumps(a.all(), sort_keys=True))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        a.flush()
+        print(json.dumps(a.all(), sort_keys=True))
+        a.close(); b.close()
+        with store.open(path, **opts) as c:
+            print(json.dumps(c.all(), sort_keys=True))
+    """
+    path, mk = tmp_path / "s.xml", tmp_path / "mk.bin"
+    opts = dict(CLEAR_KINDS[kind])
+    if opts.get("encrypted", True):
+        opts["master_key_file"] = str(mk)
+    out = _run(code, str(path), json.dumps(opts)).splitlines()
+    assert out[0] == "failed"
+    assert json.loads(out[1]) == {"mine": "A"}
+    assert json.loads(out[2]) == {"mine": "A"}
+    assert json.loads(out[3]) == {"mine": "A"}

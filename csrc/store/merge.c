@@ -134,11 +134,12 @@ int pcb_share_changed(pcb_store *s, uint64_t *counter, pcb_file_id *id)
 }
 
 int pcb_share_merge(pcb_store *s, pcb_map *fresh, uint64_t counter, const pcb_file_id *id,
-                    pcb_status *st)
+                    int *replaced, pcb_status *st)
 {
     pcb_share *sh = s->share;
     int ok = 1;
     PCB_ASSERT(sh->lock_held);
+    *replaced = 0;
     pcb_store_lock(s);
     if (sh->clear_gen == 0) { /* else the unwritten clear() wins: the map stays ours */
         ok = apply_dirty(s, fresh, st);
@@ -146,6 +147,7 @@ int pcb_share_merge(pcb_store *s, pcb_map *fresh, uint64_t counter, const pcb_fi
             pcb_map old = s->map;
             s->map = *fresh;
             *fresh = old;
+            *replaced = 1;
             if (s->opt.cache)
                 pcb_map_clear(&s->plain_cache);
         }

@@ -56,11 +56,18 @@ static int merge_others(pcb_txn *t, pcb_status *st)
     if (!pcb_share_changed(s, &counter, &id))
         return 1;
     pcb_map fresh;
+    int replaced = 0;
     if (!pcb_map_init(&fresh, 16, s->map.secret))
         return pcb_oom(st);
-    if (!pcb_persist_read_map(s, &fresh, st) || !pcb_share_merge(s, &fresh, counter, &id, st)) {
+    if (!pcb_persist_read_map(s, &fresh, st)
+        || !pcb_share_merge(s, &fresh, counter, &id, &replaced, st)) {
         pcb_map_free(&fresh);
         return 0;
+    }
+    t->read_others = 1;
+    if (!replaced) { /* an unwritten clear() won: memory is as it was, fresh is their file */
+        pcb_map_free(&fresh);
+        return 1;
     }
     t->before = fresh; /* the map before the merge, until the outcome is known */
     t->merged = 1;
@@ -75,7 +82,7 @@ static int begin_io_held(pcb_txn *t, pcb_store *s, const pcb_txn_change *change,
     t->s = s;
     t->change = change;
     t->gen_before = t->gen = 0;
-    t->held = t->wrote = t->failed = t->merged = 0;
+    t->held = t->wrote = t->failed = t->merged = t->read_others = 0;
     /* Other writers wait until this change is in place; what they wrote
      * so far is merged into memory first, so the caller builds on it. */
     if (!pcb_share_lock(s, st))
@@ -167,20 +174,20 @@ int pcb_txn_end(pcb_txn *t)
         if (t->wrote && t->change != NULL)
             s->gens->mem_gen = t->gen_before;
         if (t->merged) {
-            /* Memory as it was before the merge too, and the next
-             * transaction reads the file again and merges from scratch. */
+            /* Memory as it was before the merge too. */
             pcb_map merged = s->map;
             s->map = t->before;
             t->before = merged;
             if (s->opt.cache)
                 pcb_map_clear(&s->plain_cache);
-            pcb_share_forget_seen(s);
         }
+        if (t->read_others) /* the next transaction reads the file again and merges */
+            pcb_share_forget_seen(s);
     }
     PCB_ASSERT(published || t->change == NULL || s->gens->mem_gen == t->gen_before);
     if (t->merged)
         pcb_map_free(&t->before);
-    t->merged = 0;
+    t->merged = t->read_others = 0;
     s->gens->writing = 0; /* writing -> open */
     pthread_cond_broadcast(&s->cond);
     pcb_store_unlock(s);

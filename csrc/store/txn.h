@@ -53,7 +53,8 @@ typedef struct {
     uint64_t gen;        /* the generation the write put on disk */
     int held;            /* io_lock, file lock and store lock held */
     int wrote, failed;   /* pcb_txn_write ran; and failed */
-    int merged;          /* other writers' changes merged: `before` is the map before */
+    int read_others;     /* another writer's file was read and merged (or lost to a clear) */
+    int merged;          /* the merge replaced the map: `before` is the map before it */
     pcb_map before;
 } pcb_txn;
 
