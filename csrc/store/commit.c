@@ -30,6 +30,7 @@
 
 #include "common/bytes.h"
 #include "store/codec.h"
+#include "store/entries.h"
 #include "store/internal.h"
 #include "store/txn.h"
 
@@ -344,8 +345,7 @@ static void undo_apply(pcb_store *s, undo_log *u)
 {
     PCB_ASSERT_LOCKED(s);
     if (u->cleared) {
-        pcb_map_free(&s->map);
-        s->map = u->old_map;
+        pcb_entries_replace(s, &u->old_map);
         u->cleared = 0;
     } else {
         for (size_t i = u->offs.len / sizeof(size_t); i-- > 0;) {
@@ -361,8 +361,7 @@ static void undo_apply(pcb_store *s, undo_log *u)
         }
     }
     undo_notes(s, u);
-    if (s->opt.cache)
-        pcb_map_clear(&s->plain_cache);
+    pcb_entries_forget_cache(s);
     undo_free(u);
 }
 
@@ -487,8 +486,8 @@ static int apply_ops(pcb_store *s, const edit_batch *b, undo_log *u, pcb_status 
         pcb_map fresh;
         ok = start_map(s, b->clear, n, bytes, &fresh, u, st);
         if (ok) {
-            u->old_map = s->map;
-            s->map = fresh;
+            pcb_entries_swap(s, &fresh);
+            u->old_map = fresh; /* the map before */
             u->cleared = 1;
         }
     } else if (ok) {
@@ -510,12 +509,10 @@ static int apply_ops(pcb_store *s, const edit_batch *b, undo_log *u, pcb_status 
             ok = pcb_map_put(&s->map, v.sname, v.sl, 0, v.svalue, v.vl);
         else if (v.kind == OP_REMOVE)
             pcb_map_remove(&s->map, v.sname, v.sl);
-        if (s->opt.cache && v.kind != OP_DEAD)
-            pcb_map_remove(&s->plain_cache, v.name, v.nl);
+        if (v.kind != OP_DEAD)
+            pcb_entries_forget_cached(s, v.name, v.nl);
         off += v.size;
     }
-    if (ok && b->clear && s->opt.cache)
-        pcb_map_clear(&s->plain_cache);
     pcb_buf_free(&redone);
     if (!ok) { /* cannot happen with the room reserved; still all or nothing */
         undo_apply(s, u);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/bytes.h"
+#include "store/entries.h"
 #include "store/fileio.h"
 #include "store/internal.h"
 
@@ -144,12 +145,8 @@ int pcb_share_merge(pcb_store *s, pcb_map *fresh, uint64_t counter, const pcb_fi
     if (sh->clear_gen == 0) { /* else the unwritten clear() wins: the map stays ours */
         ok = apply_dirty(s, fresh, st);
         if (ok) {
-            pcb_map old = s->map;
-            s->map = *fresh;
-            *fresh = old;
+            pcb_entries_swap(s, fresh); /* *fresh: the map before */
             *replaced = 1;
-            if (s->opt.cache)
-                pcb_map_clear(&s->plain_cache);
         }
     }
     pcb_store_unlock(s);

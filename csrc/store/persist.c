@@ -16,6 +16,7 @@
 #include "format/prefs_xml.h"
 #include "format/value.h"
 #include "store/codec.h"
+#include "store/entries.h"
 #include "store/fileio.h"
 #include "store/keys.h"
 #include "store/merge.h"
@@ -519,7 +520,7 @@ int pcb_persist_load(pcb_store *s, int *created, pcb_status *st)
             errno = EBUSY;
             return pcb_fail_os(st, "%s kept changing while this store was being created", s->path);
         }
-        pcb_map_clear(&s->map); /* another writer created it meanwhile: read theirs */
+        pcb_entries_reset(s); /* another writer created it meanwhile: read theirs */
     }
 }
 

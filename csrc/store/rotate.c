@@ -15,6 +15,7 @@
 #include "common/bytes.h"
 #include "common/mem.h"
 #include "store/codec.h"
+#include "store/entries.h"
 #include "store/internal.h"
 #include "store/keys.h"
 #include "store/txn.h"
@@ -96,12 +97,8 @@ static void rotate_publish(pcb_store *s, void *arg)
 static void rotate_undo(pcb_store *s, void *arg)
 {
     rotate_change *c = arg;
-    if (c->swapped) {
-        pcb_map_free(&s->map);
-        s->map = c->old;
-        if (s->opt.cache)
-            pcb_map_clear(&s->plain_cache);
-    }
+    if (c->swapped)
+        pcb_entries_replace(s, &c->old);
     c->swapped = 0;
     pcb_keys_end_saved(s, c->k, 1);
     c->k = NULL;
@@ -136,8 +133,8 @@ int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status 
     ok = ok && (have_fresh || pcb_oom(st)) && pcb_keys_new(s, st) && reencrypt(s, &d, &fresh, st);
     /* 4. Into place and onto disk; txn.c keeps it or puts everything back. */
     if (ok) {
-        c.old = s->map;
-        s->map = fresh;
+        pcb_entries_swap(s, &fresh);
+        c.old = fresh; /* the map before */
         c.swapped = 1;
         have_fresh = 0;
         (void)pcb_txn_write(&t, st);

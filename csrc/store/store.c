@@ -16,6 +16,7 @@
 #include "common/mem.h"
 #include "store/codec.h"
 #include "store/codec_backend.h"
+#include "store/entries.h"
 #include "store/fileio.h"
 #include "store/internal.h"
 #include "store/txn.h"
@@ -317,7 +318,7 @@ int pcb_store_close(pcb_store *s, pcb_status *st)
 
 static int cache_lookup(pcb_store *s, const char *name, size_t len, pcb_buf *out, int *found)
 {
-    const rec_header *r = pcb_map_find(&s->plain_cache, (const uint8_t *)name, len);
+    const rec_header *r = pcb_entries_cached(s, name, len);
     if (r == NULL)
         return 0;
     out->len = 0;
@@ -376,8 +377,8 @@ int pcb_store_get(pcb_store *s, const char *name, size_t len, pcb_buf *out, int 
         ok = aad != NULL ? pcb_codec_open_value(s, r, aad, aad_len, out, st) : pcb_oom(st);
         if (ok) {
             *found = 1;
-            if (s->opt.cache && !pcb_map_put(&s->plain_cache, (const uint8_t *)name, len, 0,
-                                         (const uint8_t *)out->data, out->len))
+            if (s->opt.cache && !pcb_entries_cache_put(s, name, len, (const uint8_t *)out->data,
+                                                       out->len))
                 ok = pcb_oom(st);
         }
     }
@@ -393,7 +394,7 @@ int pcb_store_contains(pcb_store *s, const char *name, size_t len, int *found, p
     if (!pcb_codec_check_name(s, name, len, st))
         return 0;
     pcb_store_lock(s);
-    if (s->opt.cache && pcb_map_find(&s->plain_cache, (const uint8_t *)name, len) != NULL) {
+    if (s->opt.cache && pcb_entries_cached(s, name, len) != NULL) {
         pcb_store_unlock(s);
         *found = 1;
         return 1;

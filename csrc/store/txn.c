@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "store/entries.h"
 #include "store/internal.h"
 #include "store/merge.h"
 #include "store/persist.h"
@@ -175,11 +176,7 @@ int pcb_txn_end(pcb_txn *t)
             s->gens->mem_gen = t->gen_before;
         if (t->merged) {
             /* Memory as it was before the merge too. */
-            pcb_map merged = s->map;
-            s->map = t->before;
-            t->before = merged;
-            if (s->opt.cache)
-                pcb_map_clear(&s->plain_cache);
+            pcb_entries_swap(s, &t->before);
         }
         if (t->read_others) /* the next transaction reads the file again and merges */
             pcb_share_forget_seen(s);
