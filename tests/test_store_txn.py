@@ -269,3 +269,54 @@ def test_failed_write_of_an_applied_clear_after_another_writer_keeps_it(tmp_path
     assert json.loads(out[1]) == {"mine": "A"}
     assert json.loads(out[2]) == {"mine": "A"}
     assert json.loads(out[3]) == {"mine": "A"}
+
+
+_FAILED_PASSPHRASE_ROTATION = """
+    import json, os, resource, signal, sys
+    from pycipherbench import store
+    path, opts, new = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+    scrypt = path + ".scrypt"
+    with store.open(path, **opts) as s0:
+        s0.edit().put_string("k", "v" * 600).commit()
+    before = open(scrypt).read() if os.path.exists(scrypt) else None
+    s = store.open(path, **opts)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (400, hard))  # a .scrypt fits, the store does not
+    try:
+        s.rotate(passphrase=new)
+        print("rotated")
+    except OSError:
+        print("failed")
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    after = open(scrypt).read() if os.path.exists(scrypt) else None
+    print(json.dumps(after == before))
+    print(json.dumps(s.all()))
+    s.close()
+    with store.open(path, **opts) as s1:  # the old key still opens it, the side file unchanged
+        print(json.dumps(s1.all()))
+    print(json.dumps((open(scrypt).read() if os.path.exists(scrypt) else None) == before))
+    with store.open(path, **opts) as s2:
+        s2.rotate(passphrase=new)
+    with store.open(path, passphrase=new, scrypt_n=opts.get("scrypt_n", 1024)) as s3:
+        print(json.dumps(s3.all()))
+"""
+
+
+@pytest.mark.parametrize("origin", ["passphrase", "key-file"])
+def test_failed_passphrase_rotation_leaves_the_scrypt_file_as_it_was(tmp_path, origin):
+    """Issue 25: the .scrypt side file is part of the rotation's transaction. A rotation to a
+    new passphrase whose store write fails leaves the .scrypt file byte for byte as it was
+    (its new tag is written only after the store's file is published), and one from a key
+    file leaves none behind (the .scrypt it created is removed); the old key opens the store,
+    and a retry publishes."""
+    path, mk = tmp_path / "s.xml", tmp_path / "mk.bin"
+    opts = ({"passphrase": "old horse", "scrypt_n": 1024} if origin == "passphrase"
+            else {"master_key_file": str(mk)})
+    out = _run(_FAILED_PASSPHRASE_ROTATION, str(path), json.dumps(opts), "new battery").splitlines()
+    assert out[0] == "failed"
+    assert json.loads(out[1]) is True
+    assert json.loads(out[2]) == {"k": "v" * 600}
+    assert json.loads(out[3]) == {"k": "v" * 600}
+    assert json.loads(out[4]) is True
+    assert json.loads(out[5]) == {"k": "v" * 600}

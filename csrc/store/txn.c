@@ -46,6 +46,13 @@ int pcb_txn_on_disk(const pcb_store *s, uint64_t target) { return s->gens->disk_
 
 void pcb_txn_after_fork_child(pcb_store *s) { s->gens->writing = 0; }
 
+int pcb_txn_gens_ok(const pcb_store *s)
+{
+    const struct pcb_gens *g = s->gens;
+    return g->mem_gen >= g->disk_gen
+           && (g->write_errno == 0 || (g->fail_gen > g->disk_gen && g->fail_gen <= g->mem_gen));
+}
+
 /* Other writers' changes since this store last read or wrote the file,
  * merged into memory (file lock held, store lock not). 1, or 0 with st set
  * and memory unchanged. */
@@ -152,6 +159,8 @@ int pcb_txn_write(pcb_txn *t, pcb_status *st)
     t->gen = s->gens->mem_gen;
     pcb_store_unlock(s);
     int ok = write_file(s, &t->gen, st);
+    if (ok && t->change != NULL && t->change->after_write != NULL)
+        t->change->after_write(s, t->change->arg); /* the side files follow the published file */
     pcb_store_lock(s);
     PCB_ASSERT(s->gens->writing && s->gens->mem_gen == t->gen_before + 1);
     if (ok)
@@ -203,6 +212,22 @@ static void note_failed(pcb_store *s, uint64_t gen, const pcb_status *st)
     snprintf(s->gens->write_error, sizeof s->gens->write_error,
              "writing applied changes failed (they stay pending): %.200s", st->msg);
     pthread_cond_broadcast(&s->cond);
+}
+
+int pcb_txn_create(pcb_store *s, pcb_status *st)
+{
+    PCB_ASSERT(pcb_share_held(s));
+    uint64_t gen;
+    pcb_io_lock(s); /* inside the file lock: only here, before the store is shared */
+    int ok = write_file(s, &gen, st); /* generation 0: nothing applied yet */
+    if (ok) {
+        pcb_store_lock(s);
+        note_written(s, gen);
+        pcb_store_unlock(s);
+    }
+    pcb_share_unlock(s);
+    pcb_io_unlock(s);
+    return ok;
 }
 
 int pcb_txn_has_work(const pcb_store *s)
