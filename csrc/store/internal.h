@@ -16,6 +16,8 @@
  *              master key (key file or scrypt, the .scrypt side file),
  *              keysets sealed and opened, their texts, key_gen, the entry
  *              crypto contexts; a rotation's saved state and undo (keys.h)
+ *   scrypt.c   the .scrypt file's format, bounds, derivation and tag, over
+ *              parameters keys.c owns (scrypt.h)
  *   keyset.c   the keysets as Tink writes them (EncryptedKeyset, Keyset),
  *              fresh keys, keys found by id (keyset.h)
  *   persist.c  the file's bytes for the map (serialize) and the map from

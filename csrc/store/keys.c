@@ -11,18 +11,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
-#include <openssl/kdf.h>
-#include <openssl/params.h>
 #include <openssl/rand.h>
 
 #include "common/bytes.h"
 #include "common/mem.h"
-#include "format/hex.h"
 #include "store/aead.h"
 #include "store/fileio.h"
 #include "store/keyset.h"
+#include "store/scrypt.h"
 
 /* ------------------------------------------------------------ the state */
 
@@ -30,21 +27,13 @@
  * that did not verify (the keysets then tell a wrong passphrase). */
 enum { PCB_KDF_OK, PCB_KDF_LEGACY, PCB_KDF_UNVERIFIED };
 
-/* The scrypt parameters in use (passphrase stores), as the .scrypt file holds them. */
-typedef struct {
-    uint8_t salt[64], mac[32];
-    size_t salt_len;
-    uint64_t n, r, p;
-    int version;
-} kdf_params;
-
 /* Every key of a store and everything made from them (keys.h). */
 struct pcb_keys {
     pcb_entry_keys e;           /* the primaries and entry contexts (s->ek points here) */
     uint8_t master[MASTER_KEY_LEN];
     const EVP_CIPHER *master_cipher; /* AES-256-GCM */
     pcb_aead_pair master_ctx;   /* under master: the keysets sealed and opened */
-    kdf_params kdf;
+    pcb_kdf_params kdf;         /* the scrypt parameters in use (passphrase stores) */
     int kdf_state;              /* PCB_KDF_*: whether the .scrypt file's tag verified at open */
     pcb_buf text[2];            /* the sealed keysets as written: sealed once, not per commit */
     pcb_tink_keyset keyset[2];  /* [0] key, [1] value: every key (the primary copied into e) */
@@ -224,195 +213,13 @@ static int master_from_file(pcb_store *s, const char *path, int may_create,
     return 1;
 }
 
-/* ---------------------------------------------------- scrypt parameters */
-
-/* The bounds a scrypt parameter file is checked against before any work:
- * N a power of two up to 2^22, r and p small, at most 1 GiB of memory
- * (128 r N bytes, OpenSSL's own limit) and N r p at most 2^24 (a few
- * seconds); a salt of 16 to 64 bytes, not all zero. */
-#define SCRYPT_MAX_N ((uint64_t)1 << 22)
-#define SCRYPT_MAX_R 32
-#define SCRYPT_MAX_P 16
-#define SCRYPT_MAX_MEM ((uint64_t)1 << 30)
-#define SCRYPT_MAX_WORK ((uint64_t)1 << 24)
-#define SCRYPT_SALT_MIN 16
-#define SCRYPT_SALT_MAX 64
-#define SCRYPT_FILE_VERSION 2 /* 1: no version, no tag (still read for existing stores) */
-
-/* Reads "key": <number> from our own small JSON file. */
-static int json_u64(const char *json, const char *key, uint64_t *out)
-{
-    char pat[32];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(json, pat);
-    if (p == NULL)
-        return 0;
-    p += strlen(pat);
-    while (*p == ' ')
-        p++;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(p, &end, 10);
-    if (end == p || errno || *p == '-')
-        return 0;
-    *out = v;
-    return 1;
-}
-
-/* Reads "key": "<hex>" (min..max bytes) into out; its length into *len. */
-static int json_hex(const char *json, const char *key, uint8_t *out, size_t min, size_t max,
-                    size_t *len)
-{
-    char pat[32];
-    snprintf(pat, sizeof pat, "\"%s\": \"", key);
-    const char *p = strstr(json, pat);
-    if (p == NULL)
-        return 0;
-    p += strlen(pat);
-    const char *q = strchr(p, '"');
-    size_t n = q ? (size_t)(q - p) : 0;
-    if (q == NULL || n % 2 || n < 2 * min || n > 2 * max || !pcb_hex_decode(p, n, out))
-        return 0;
-    *len = n / 2;
-    return 1;
-}
-
-/* Parses the file's text into K(s)->kdf (no bounds checked yet). */
-static int parse_scrypt_file(pcb_store *s, const char *data, size_t len, pcb_status *st)
-{
-    uint64_t version = 1;
-    size_t mac_len = 0;
-    memset(&K(s)->kdf, 0, sizeof K(s)->kdf);
-    int ok = len < 4096 && strstr(data, "\"kdf\": \"scrypt\"") != NULL
-             && (strstr(data, "\"version\":") == NULL || json_u64(data, "version", &version))
-             && (version == 1 || version == SCRYPT_FILE_VERSION)
-             && json_hex(data, "salt", K(s)->kdf.salt, 1, SCRYPT_SALT_MAX, &K(s)->kdf.salt_len)
-             && json_u64(data, "n", &K(s)->kdf.n) && json_u64(data, "r", &K(s)->kdf.r)
-             && json_u64(data, "p", &K(s)->kdf.p)
-             && (version == 1 || json_hex(data, "mac", K(s)->kdf.mac, 32, 32, &mac_len));
-    K(s)->kdf.version = (int)version;
-    if (!ok)
-        return pcb_fail(st, PCB_E_FORMAT,
-                        "%s is not a valid scrypt parameter file (expected {\"kdf\": \"scrypt\", "
-                        "\"version\": 2, \"salt\": hex, \"n\", \"r\", \"p\": numbers, \"mac\": 64 hex "
-                        "digits})", s->scrypt_path);
-    return 1;
-}
-
-/* The bounds above, and n >= min_n, checked before any work. */
-static int check_scrypt_bounds(pcb_store *s, uint64_t min_n, pcb_status *st)
-{
-    const uint64_t n = K(s)->kdf.n, r = K(s)->kdf.r, p = K(s)->kdf.p;
-    size_t zero = 0;
-    for (size_t i = 0; i < K(s)->kdf.salt_len; i++)
-        zero += K(s)->kdf.salt[i] == 0;
-    if (n < 2 || (n & (n - 1)) || n > SCRYPT_MAX_N)
-        return pcb_fail(st, PCB_E_FORMAT, "%s: scrypt n=%llu is not a power of two from 2 to 2^22",
-                        s->scrypt_path, (unsigned long long)n);
-    if (r < 1 || r > SCRYPT_MAX_R || p < 1 || p > SCRYPT_MAX_P)
-        return pcb_fail(st, PCB_E_FORMAT, "%s: scrypt r=%llu, p=%llu are outside the bounds (r from "
-                        "1 to %d, p from 1 to %d)", s->scrypt_path, (unsigned long long)r,
-                        (unsigned long long)p, SCRYPT_MAX_R, SCRYPT_MAX_P);
-    if (128 * r * n > SCRYPT_MAX_MEM)
-        return pcb_fail(st, PCB_E_FORMAT, "%s: scrypt n=%llu, r=%llu would need %llu MiB of memory, "
-                        "more than the 1024 MiB allowed", s->scrypt_path, (unsigned long long)n,
-                        (unsigned long long)r, (unsigned long long)((128 * r * n) >> 20));
-    if (n * r * p > SCRYPT_MAX_WORK)
-        return pcb_fail(st, PCB_E_FORMAT, "%s: scrypt n*r*p = %llu is more work than the 2^24 "
-                        "allowed (each open would take minutes)", s->scrypt_path,
-                        (unsigned long long)(n * r * p));
-    if (K(s)->kdf.salt_len < SCRYPT_SALT_MIN || zero == K(s)->kdf.salt_len)
-        return pcb_fail(st, PCB_E_FORMAT, "%s: the scrypt salt must be %d to %d bytes and not all "
-                        "zero (it is %zu bytes%s)", s->scrypt_path, SCRYPT_SALT_MIN, SCRYPT_SALT_MAX,
-                        K(s)->kdf.salt_len, zero == K(s)->kdf.salt_len ? ", all zero" : "");
-    if (n < min_n)
-        return pcb_fail(st, PCB_E_FORMAT, "%s: scrypt n=%llu is weaker than the n=%llu asked for a "
-                        "new store; remove the file if no store uses it, or pass scrypt_n=%llu",
-                        s->scrypt_path, (unsigned long long)n, (unsigned long long)min_n,
-                        (unsigned long long)n);
-    return 1;
-}
-
-static int scrypt_derive(pcb_store *s, uint8_t key[MASTER_KEY_LEN], pcb_status *st)
-{
-    uint64_t n = K(s)->kdf.n, r = K(s)->kdf.r, p = K(s)->kdf.p;
-    EVP_KDF *kdf = EVP_KDF_fetch(s->libctx, "SCRYPT", NULL);
-    EVP_KDF_CTX *kctx = kdf ? EVP_KDF_CTX_new(kdf) : NULL;
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_PASSWORD, (void *)s->opt.passphrase,
-                                          s->opt.passphrase_len),
-        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, K(s)->kdf.salt, K(s)->kdf.salt_len),
-        OSSL_PARAM_construct_uint64(OSSL_KDF_PARAM_SCRYPT_N, &n),
-        OSSL_PARAM_construct_uint64(OSSL_KDF_PARAM_SCRYPT_R, &r),
-        OSSL_PARAM_construct_uint64(OSSL_KDF_PARAM_SCRYPT_P, &p),
-        OSSL_PARAM_construct_end(),
-    };
-    int ok = kctx != NULL && EVP_KDF_derive(kctx, key, MASTER_KEY_LEN, params) == 1;
-    EVP_KDF_CTX_free(kctx);
-    EVP_KDF_free(kdf);
-    return ok || pcb_fail_openssl(st, "scrypt key derivation");
-}
-
-/* The parameters' tag under a master key: HMAC-SHA256 keyed with
- * HMAC-SHA256(master, label) over "scrypt v2 salt=<hex> n=N r=R p=P". */
-static int scrypt_mac(pcb_store *s, const uint8_t master[MASTER_KEY_LEN], uint8_t mac[32],
-                      pcb_status *st)
-{
-    static const char label[] = "pycipherbench scrypt parameters v2";
-    char text[80 + 2 * SCRYPT_SALT_MAX], hex[2 * SCRYPT_SALT_MAX + 1];
-    uint8_t mkey[32];
-    size_t ml = 0, tl;
-    pcb_hex_encode(K(s)->kdf.salt, K(s)->kdf.salt_len, hex);
-    hex[2 * K(s)->kdf.salt_len] = '\0';
-    tl = (size_t)snprintf(text, sizeof text, "scrypt v2 salt=%s n=%llu r=%llu p=%llu", hex,
-                          (unsigned long long)K(s)->kdf.n, (unsigned long long)K(s)->kdf.r,
-                          (unsigned long long)K(s)->kdf.p);
-    int ok = EVP_Q_mac(s->libctx, "HMAC", NULL, "SHA256", NULL, master, MASTER_KEY_LEN,
-                       (const unsigned char *)label, sizeof label - 1, mkey, sizeof mkey, &ml) != NULL
-             && ml == 32
-             && EVP_Q_mac(s->libctx, "HMAC", NULL, "SHA256", NULL, mkey, sizeof mkey,
-                          (const unsigned char *)text, tl, mac, 32, &ml) != NULL && ml == 32;
-    OPENSSL_cleanse(mkey, sizeof mkey);
-    return ok || pcb_fail_openssl(st, "HMAC of the scrypt parameters");
-}
-
-/* Whether K(s)->kdf's tag authenticates under master (1/0; -1 with st set). */
-static int scrypt_verify(pcb_store *s, const uint8_t master[MASTER_KEY_LEN], pcb_status *st)
-{
-    uint8_t mac[32];
-    if (K(s)->kdf.version != SCRYPT_FILE_VERSION)
-        return 0;
-    if (!scrypt_mac(s, master, mac, st))
-        return -1;
-    return CRYPTO_memcmp(mac, K(s)->kdf.mac, 32) == 0;
-}
-
-/* The file's text for K(s)->kdf with its tag under master. */
-static int scrypt_text(pcb_store *s, const uint8_t master[MASTER_KEY_LEN], char *out, size_t cap,
-                       size_t *len, pcb_status *st)
-{
-    char salt[2 * SCRYPT_SALT_MAX + 1], mac[65];
-    if (!scrypt_mac(s, master, K(s)->kdf.mac, st))
-        return 0;
-    K(s)->kdf.version = SCRYPT_FILE_VERSION;
-    pcb_hex_encode(K(s)->kdf.salt, K(s)->kdf.salt_len, salt);
-    salt[2 * K(s)->kdf.salt_len] = '\0';
-    pcb_hex_encode(K(s)->kdf.mac, 32, mac);
-    mac[64] = '\0';
-    int n = snprintf(out, cap, "{\"kdf\": \"scrypt\", \"version\": %d, \"salt\": \"%s\", \"n\": %llu, "
-                     "\"r\": %llu, \"p\": %llu, \"mac\": \"%s\"}\n", SCRYPT_FILE_VERSION, salt,
-                     (unsigned long long)K(s)->kdf.n, (unsigned long long)K(s)->kdf.r,
-                     (unsigned long long)K(s)->kdf.p, mac);
-    *len = (size_t)n;
-    return n > 0 && (size_t)n < cap ? 1 : pcb_fail(st, PCB_E_VALUE, "scrypt parameter text too long");
-}
 
 /* Replaces the .scrypt file with K(s)->kdf tagged under master. */
 static int scrypt_rewrite(pcb_store *s, const uint8_t master[MASTER_KEY_LEN], pcb_status *st)
 {
     char json[512];
     size_t jl;
-    return scrypt_text(s, master, json, sizeof json, &jl, st)
+    return pcb_scrypt_text(s, &K(s)->kdf, master, json, sizeof json, &jl, st)
            && pcb_atomic_write(s->scrypt_path, s->dir, json, jl, 0600, st);
 }
 
@@ -431,8 +238,8 @@ static int scrypt_create(pcb_store *s, uint64_t n, uint8_t key[MASTER_KEY_LEN], 
     if (RAND_bytes_ex(s->libctx, K(s)->kdf.salt, K(s)->kdf.salt_len, 0) != 1)
         return pcb_fail_openssl(st, "drawing a salt");
     int ok = pcb_check_name_fits(s->scrypt_path, "scrypt parameter file", st)
-             && check_scrypt_bounds(s, 2, st) && scrypt_derive(s, key, st)
-             && scrypt_text(s, key, json, sizeof json, &jl, st)
+             && pcb_scrypt_check(s, &K(s)->kdf, 2, st) && pcb_scrypt_derive(s, &K(s)->kdf, key, st)
+             && pcb_scrypt_text(s, &K(s)->kdf, key, json, sizeof json, &jl, st)
              && pcb_atomic_create(s->scrypt_path, s->dir, json, jl, 0600, exists, st);
     if (!ok || *exists)
         OPENSSL_cleanse(key, MASTER_KEY_LEN);
@@ -480,16 +287,16 @@ static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MAST
             return pcb_fail_os(st, "%s keeps appearing and vanishing", s->scrypt_path);
         }
     }
-    int ok = parse_scrypt_file(s, f.data, f.len, st);
+    int ok = pcb_scrypt_parse(s, &K(s)->kdf, f.data, f.len, st);
     pcb_file_bytes_free(&f, 0);
     if (!ok)
         return 0;
     if (!may_create) {
         /* An existing store: its keysets authenticate the derived key; the
          * tag only tells a changed file from a wrong passphrase then. */
-        if (!check_scrypt_bounds(s, 2, st) || !scrypt_derive(s, key, st))
+        if (!pcb_scrypt_check(s, &K(s)->kdf, 2, st) || !pcb_scrypt_derive(s, &K(s)->kdf, key, st))
             return 0;
-        int v = scrypt_verify(s, key, st);
+        int v = pcb_scrypt_verify(s, &K(s)->kdf, key, st);
         if (v < 0)
             return 0;
         K(s)->kdf_state = v ? PCB_KDF_OK : K(s)->kdf.version == 1 ? PCB_KDF_LEGACY : PCB_KDF_UNVERIFIED;
@@ -497,7 +304,7 @@ static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MAST
     }
     /* A rotation keeps the parameters its old passphrase used (tagged under
      * the old master key), under a new tag. */
-    int v = rotating ? scrypt_verify(s, K(s)->master, st) : 0;
+    int v = rotating ? pcb_scrypt_verify(s, &K(s)->kdf, K(s)->master, st) : 0;
     if (v < 0)
         return 0;
     if (v && s->opt.scrypt_n && s->opt.scrypt_n != K(s)->kdf.n)
@@ -506,10 +313,10 @@ static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MAST
                         "to change them", (unsigned long long)K(s)->kdf.n, s->scrypt_path,
                         (unsigned long long)s->opt.scrypt_n);
     if (v)
-        ok = check_scrypt_bounds(s, 2, st) && scrypt_derive(s, fresh, st);
+        ok = pcb_scrypt_check(s, &K(s)->kdf, 2, st) && pcb_scrypt_derive(s, &K(s)->kdf, fresh, st);
     else /* a new store, or rotation to a file of another origin: it must be ours */
-        ok = check_scrypt_bounds(s, asked_n, st) && scrypt_derive(s, fresh, st)
-             && ((v = scrypt_verify(s, fresh, st)) > 0
+        ok = pcb_scrypt_check(s, &K(s)->kdf, asked_n, st) && pcb_scrypt_derive(s, &K(s)->kdf, fresh, st)
+             && ((v = pcb_scrypt_verify(s, &K(s)->kdf, fresh, st)) > 0
                  || (v == 0 && pcb_fail(st, PCB_E_DECRYPT,
                         "%s exists but %s: it was made for another passphrase, left by a deleted "
                         "store, or planted; no store can be created over it: remove it if no "
@@ -517,7 +324,7 @@ static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MAST
                         ? "is an old untagged file that cannot be authenticated"
                         : "does not authenticate under this passphrase")));
     if (ok && v && rotating) /* the new tag: written once the store's file is published */
-        ok = scrypt_text(s, fresh, K(s)->side, sizeof K(s)->side, &K(s)->side_len, st);
+        ok = pcb_scrypt_text(s, &K(s)->kdf, fresh, K(s)->side, sizeof K(s)->side, &K(s)->side_len, st);
     if (ok)
         memcpy(key, fresh, MASTER_KEY_LEN);
     OPENSSL_cleanse(fresh, sizeof fresh);

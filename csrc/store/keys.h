@@ -5,8 +5,9 @@
  * Keystore, created exclusively when absent, refused unless the user's own
  * and private and distinct from the store's files; or scrypt from a
  * passphrase with its salt and costs in "<store>.scrypt"), the rules of
- * that file (created exclusively; tagged with HMAC-SHA256 under a key
- * derived from the scrypt output; bounded before any work; a new store or
+ * that file (its format, bounds and tag are scrypt.h's; here: created
+ * exclusively; tagged with HMAC-SHA256 under a key derived from the scrypt
+ * output; bounded before any work; a new store or
  * a rotation adopts an existing one only if it authenticates under the
  * derived key, or under the old master key for a rotation, and is no weaker
  * than asked; an existing store's file may be an old untagged one, tagged
