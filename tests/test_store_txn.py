@@ -320,3 +320,46 @@ def test_failed_passphrase_rotation_leaves_the_scrypt_file_as_it_was(tmp_path, o
     assert json.loads(out[3]) == {"k": "v" * 600}
     assert json.loads(out[4]) is True
     assert json.loads(out[5]) == {"k": "v" * 600}
+
+
+@pytest.mark.parametrize("kind", ["entries", "cache", "file"])
+def test_commit_failing_over_a_pending_clear_keeps_the_clear(tmp_path, kind):
+    """Defect 1's neighbour: b commits; a's applied clear() fails to write, and so does a
+    commit after it, which reads b's file again (the merge keeps the map: the clear wins)
+    and is undone; memory is as before that commit (the cleared map and its put), and once
+    writes succeed the file holds exactly the clear's put and the commit's."""
+    code = """
+        import json, resource, signal, sys
+        from pycipherbench import store
+        path, opts = sys.argv[1], json.loads(sys.argv[2])
+        a, b = store.open(path, **opts), store.open(path, **opts)
+        a.edit().put_string("old", "O").commit()
+        b.edit().put_string("theirs", "B" * 64).commit()
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, hard))
+        a.edit().clear().put_string("mine", "A").apply()
+        try:
+            a.flush()
+        except OSError:
+            pass
+        try:
+            a.edit().put_string("x", "X").commit()
+            print("committed")
+        except OSError:
+            print("failed")
+        print(json.dumps(a.all(), sort_keys=True))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        a.edit().put_string("x", "X").commit()
+        print(json.dumps(a.all(), sort_keys=True))
+        a.close(); b.close()
+        with store.open(path, **opts) as c:
+            print(json.dumps(c.all(), sort_keys=True))
+    """
+    path, mk = tmp_path / "s.xml", tmp_path / "mk.bin"
+    opts = dict(CLEAR_KINDS[kind], master_key_file=str(mk))
+    out = _run(code, str(path), json.dumps(opts)).splitlines()
+    assert out[0] == "failed"
+    assert json.loads(out[1]) == {"mine": "A"}
+    assert json.loads(out[2]) == {"mine": "A", "x": "X"}
+    assert json.loads(out[3]) == {"mine": "A", "x": "X"}
