@@ -152,7 +152,7 @@ typedef struct {
 } pcb_entry_keys;
 
 struct pcb_store {
-    pthread_mutex_t lock;    /* map, keys, crypto contexts, generations */
+    pthread_mutex_t lock;    /* map, cache, keys, crypto contexts, generations */
     pthread_mutex_t io_lock; /* one file write at a time */
     pthread_cond_t cond;
     pthread_t writer;
@@ -173,12 +173,15 @@ struct pcb_store {
     pcb_entry_keys *ek;    /* inside *keys, fixed at open: the primaries and entry contexts */
     struct pcb_codec_bk *bk; /* codec_backend.c: contexts on opt.crypto_backend (NULL: none) */
 
-    uint8_t nonce_pool[NONCE_POOL];
+    uint8_t nonce_pool[NONCE_POOL]; /* codec.c's: value nonces drawn ahead */
     size_t nonce_left;
     unsigned long nonce_fork_gen;
 
+    /* entries.h's: the records, and (cache=1) plain name -> plaintext. Changed
+     * in place by commits and loads; replaced, and the cache forgotten, only
+     * through entries.h (pcb_entries_swap). */
     pcb_map map;
-    pcb_map plain_cache; /* cache=1: plain name -> plaintext */
+    pcb_map plain_cache;
 
     int stages_on;
     uint64_t stage_ns[PCB_STAGE_COUNT];
