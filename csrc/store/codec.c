@@ -280,7 +280,8 @@ static int plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_statu
         ok = 0;
         failed_auth = 1; /* the message below, with the primary key back */
     }
-    if (other_tried && !s->codec.bk_names && !pcb_siv_set_key(&s->ek->siv, s->ek->siv_key, SIV_KEY_LEN)
+    if (other_tried && !s->codec.bk_names
+        && !pcb_siv_set_key(&s->ek->siv, s->ek->siv_key, SIV_KEY_LEN)
         && (ok || failed_auth)) { /* the primary back */
         ok = pcb_fail_openssl(st, "AES-SIV key setup");
         failed_auth = 0;
@@ -382,7 +383,8 @@ int pcb_codec_seal_value(pcb_store *s, const uint8_t *aad, size_t aad_len, const
     if (s->codec.bk_values)
         ok = ok && pcb_codec_bk_seal(s, nonce, aad, aad_len, pt, len, blob + PREFIX_LEN, st);
     else
-        ok = ok && pcb_store_seal(s->ek->value.enc, s->codec.per_call_setup ? s->ek->value_key : NULL,
+        ok = ok && pcb_store_seal(s->ek->value.enc,
+                                  s->codec.per_call_setup ? s->ek->value_key : NULL,
                                   nonce, aad, aad_len, pt, len, blob + PREFIX_LEN, st);
     STAGE_END(s, PCB_STAGE_AEAD);
     if (ok)
@@ -414,7 +416,8 @@ static int open_with_key(pcb_store *s, const pcb_tink_key *e, const uint8_t *aad
     }
     if (s->codec.bk_values)
         return pcb_codec_bk_unseal(s, primary ? NULL : e->key_value, aad, aad_len, in, len, p, st);
-    const uint8_t *key = !primary ? e->key_value : s->codec.per_call_setup ? s->ek->value_key : NULL;
+    const uint8_t *key = !primary ? e->key_value
+                         : s->codec.per_call_setup ? s->ek->value_key : NULL;
     int rc = pcb_store_unseal(s->ek->value.dec, key, aad, aad_len, in, len, p, st);
     if (!primary && !EVP_DecryptInit_ex2(s->ek->value.dec, NULL, s->ek->value_key, NULL, NULL))
         rc = pcb_fail_openssl(st, "AEAD key setup") - 1; /* the primary back */
@@ -555,7 +558,8 @@ static int probe_value(pcb_store *s, const rec_header *r, EVP_CIPHER_CTX *dec, p
         if (p == NULL)
             rc = pcb_oom(st) - 2;
         else {
-            rc = pcb_store_unseal(dec, s->codec.per_call_setup ? s->ek->value_key : NULL, aad, aad_len,
+            rc = pcb_store_unseal(dec, s->codec.per_call_setup ? s->ek->value_key : NULL, aad,
+                                  aad_len,
                                   v + PREFIX_LEN, vl - PREFIX_LEN, p, st);
             OPENSSL_cleanse(p, vl - PREFIX_LEN - NONCE_LEN - TAG_LEN);
             if (rc < 0)

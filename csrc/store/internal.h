@@ -36,7 +36,8 @@
  *   bench.c    the timed workloads (bench.h)
  *
  * Locking: `lock` guards the map and the plain cache, the keys and crypto
- * contexts (keys.c's), the generations and the stage clocks; `io_lock` serializes file writes and is
+ * contexts (keys.c's), the generations and the stage clocks; `io_lock`
+ * serializes file writes and is
  * taken before `lock` when both are held; an editor's own `lock` comes
  * before both. The file lock (merge.h), which serializes writers across
  * processes and Store objects, is taken after io_lock and before `lock`.

@@ -299,7 +299,8 @@ static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MAST
         int v = pcb_scrypt_verify(s, &K(s)->kdf, key, st);
         if (v < 0)
             return 0;
-        K(s)->kdf_state = v ? PCB_KDF_OK : K(s)->kdf.version == 1 ? PCB_KDF_LEGACY : PCB_KDF_UNVERIFIED;
+        K(s)->kdf_state = v ? PCB_KDF_OK
+                          : K(s)->kdf.version == 1 ? PCB_KDF_LEGACY : PCB_KDF_UNVERIFIED;
         return 1;
     }
     /* A rotation keeps the parameters its old passphrase used (tagged under
@@ -315,7 +316,8 @@ static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MAST
     if (v)
         ok = pcb_scrypt_check(s, &K(s)->kdf, 2, st) && pcb_scrypt_derive(s, &K(s)->kdf, fresh, st);
     else /* a new store, or rotation to a file of another origin: it must be ours */
-        ok = pcb_scrypt_check(s, &K(s)->kdf, asked_n, st) && pcb_scrypt_derive(s, &K(s)->kdf, fresh, st)
+        ok = pcb_scrypt_check(s, &K(s)->kdf, asked_n, st)
+             && pcb_scrypt_derive(s, &K(s)->kdf, fresh, st)
              && ((v = pcb_scrypt_verify(s, &K(s)->kdf, fresh, st)) > 0
                  || (v == 0 && pcb_fail(st, PCB_E_DECRYPT,
                         "%s exists but %s: it was made for another passphrase, left by a deleted "
@@ -324,7 +326,8 @@ static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MAST
                         ? "is an old untagged file that cannot be authenticated"
                         : "does not authenticate under this passphrase")));
     if (ok && v && rotating) /* the new tag: written once the store's file is published */
-        ok = pcb_scrypt_text(s, &K(s)->kdf, fresh, K(s)->side, sizeof K(s)->side, &K(s)->side_len, st);
+        ok = pcb_scrypt_text(s, &K(s)->kdf, fresh, K(s)->side, sizeof K(s)->side,
+                             &K(s)->side_len, st);
     if (ok)
         memcpy(key, fresh, MASTER_KEY_LEN);
     OPENSSL_cleanse(fresh, sizeof fresh);
@@ -392,7 +395,8 @@ int pcb_keys_contexts(pcb_store *s, pcb_status *st)
             return pcb_fail_openssl(st, "AES-SIV key setup");
         memcpy(E(s)->s2v_store, E(s)->siv.d0, 16);
         /* The store name is S2V's constant first component: fold it in once. */
-        if (!pcb_s2v_add(&E(s)->siv, E(s)->s2v_store, (const uint8_t *)s->store_name, s->store_name_len))
+        if (!pcb_s2v_add(&E(s)->siv, E(s)->s2v_store, (const uint8_t *)s->store_name,
+                         s->store_name_len))
             return pcb_fail_openssl(st, "AES-SIV S2V");
     }
     if (s->codec.value_keyset) {

@@ -181,8 +181,8 @@ int pcb_scrypt_verify(pcb_store *s, const pcb_kdf_params *p, const uint8_t maste
 }
 
 /* The file's text for p (its tag and version set) with its tag under master. */
-int pcb_scrypt_text(pcb_store *s, pcb_kdf_params *p, const uint8_t master[MASTER_KEY_LEN], char *out,
-                    size_t cap, size_t *len, pcb_status *st)
+int pcb_scrypt_text(pcb_store *s, pcb_kdf_params *p, const uint8_t master[MASTER_KEY_LEN],
+                    char *out, size_t cap, size_t *len, pcb_status *st)
 {
     char salt[2 * SCRYPT_SALT_MAX + 1], mac[65];
     if (!scrypt_mac(s, p, master, p->mac, st))
