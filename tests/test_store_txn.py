@@ -363,3 +363,38 @@ def test_commit_failing_over_a_pending_clear_keeps_the_clear(tmp_path, kind):
     assert json.loads(out[1]) == {"mine": "A"}
     assert json.loads(out[2]) == {"mine": "A", "x": "X"}
     assert json.loads(out[3]) == {"mine": "A", "x": "X"}
+
+
+def test_cache_never_outlives_the_map_it_describes(tmp_path):
+    """entries.h: the map is replaced only with the plain cache forgotten. cache=True: a
+    reads k (cached), b commits a new k, a's commit merges it (the map replaced), and a
+    then reads b's value; a commit that merged and failed puts the map from before back,
+    and a reads its own value again, not the merged one."""
+    code = """
+        import json, resource, signal, sys
+        from pycipherbench import store
+        path, opts = sys.argv[1], json.loads(sys.argv[2])
+        a, b = store.open(path, **opts), store.open(path, **opts)
+        a.edit().put_string("k", "1").commit()
+        b.close(); b = store.open(path, **opts)
+        print(a.get_string("k"))
+        b.edit().put_string("k", "2").commit()
+        a.edit().put_string("other", "o").commit()
+        print(a.get_string("k"))
+        b.edit().put_string("k", "3" * 64).commit()
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, hard))
+        try:
+            a.edit().put_string("x", "X").commit()
+        except OSError:
+            print("failed")
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        print(a.get_string("k"))
+        a.edit().put_string("x", "X").commit()
+        print(a.get_string("k"))
+        a.close(); b.close()
+    """
+    path, mk = tmp_path / "s.xml", tmp_path / "mk.bin"
+    out = _run(code, str(path), json.dumps({"cache": True, "master_key_file": str(mk)})).splitlines()
+    assert out == ["1", "2", "failed", "2", "3" * 64]

@@ -59,8 +59,10 @@ uint64_t pcb_keys_gen(const pcb_store *s);
 const pcb_buf *pcb_keys_text(const pcb_store *s, int which);
 /* 1 if the value keyset was an earlier release's text (no type URL). */
 int pcb_keys_pre_tink_values(const pcb_store *s);
-/* 1 once the keys are loaded (or the store needs none) and the entry
- * contexts match the codec: assert_store_ok's check (internal.h). */
+/* assert_store_ok's part (check.c): no rotation step half done; before
+ * the keys are loaded no entry context exists, and once they are, the
+ * master context, keysets, texts and entry contexts are exactly those the
+ * codec needs (a plain store: none). */
 int pcb_keys_ok(const pcb_store *s);
 /* Heap bytes of the key state (accounting; OpenSSL contexts estimated). */
 size_t pcb_keys_heap_bytes(const pcb_store *s);
