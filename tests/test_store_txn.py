@@ -218,3 +218,183 @@ def test_failed_commit_after_a_merge_puts_memory_back_as_before(tmp_path):
     assert out[0] == "failed"
     assert json.loads(out[1]) == {}
     assert json.loads(out[2]) == {"a": "A" * 32, "b": "B"}
+
+
+CLEAR_KINDS = {
+    "entries": {},
+    "file": {"layout": "file"},
+    "cache": {"cache": True},
+    "faithful": {"faithful": True},
+    "plain": {"encrypted": False},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CLEAR_KINDS))
+def test_failed_write_of_an_applied_clear_after_another_writer_keeps_it(tmp_path, kind):
+    """Defect 1 of issue 25: b commits; a's applied clear() + put fails to write (a merge of
+    b's file first). flush() raises, and a's memory still holds the cleared map and its put
+    (not b's file, as the merge's "map before" was b's file while a clear was unwritten);
+    once the write can succeed, flush() writes exactly {"mine": "A"}: the clear wins over
+    b's entries."""
+    code = """
+        import json, resource, signal, sys
+        from pycipherbench import store
+        path, opts = sys.argv[1], json.loads(sys.argv[2])
+        a, b = store.open(path, **opts), store.open(path, **opts)
+        a.edit().put_string("old", "O").commit()
+        b.edit().put_string("theirs", "B" * 64).commit()
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, hard))
+        a.edit().clear().put_string("mine", "A").apply()
+        try:
+            a.flush()
+            print("flushed")
+        except OSError:
+            print("failed")
+        print(json.dumps(a.all(), sort_keys=True))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        a.flush()
+        print(json.dumps(a.all(), sort_keys=True))
+        a.close(); b.close()
+        with store.open(path, **opts) as c:
+            print(json.dumps(c.all(), sort_keys=True))
+    """
+    path, mk = tmp_path / "s.xml", tmp_path / "mk.bin"
+    opts = dict(CLEAR_KINDS[kind])
+    if opts.get("encrypted", True):
+        opts["master_key_file"] = str(mk)
+    out = _run(code, str(path), json.dumps(opts)).splitlines()
+    assert out[0] == "failed"
+    assert json.loads(out[1]) == {"mine": "A"}
+    assert json.loads(out[2]) == {"mine": "A"}
+    assert json.loads(out[3]) == {"mine": "A"}
+
+
+_FAILED_PASSPHRASE_ROTATION = """
+    import json, os, resource, signal, sys
+    from pycipherbench import store
+    path, opts, new = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+    scrypt = path + ".scrypt"
+    with store.open(path, **opts) as s0:
+        s0.edit().put_string("k", "v" * 600).commit()
+    before = open(scrypt).read() if os.path.exists(scrypt) else None
+    s = store.open(path, **opts)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (400, hard))  # a .scrypt fits, the store does not
+    try:
+        s.rotate(passphrase=new)
+        print("rotated")
+    except OSError:
+        print("failed")
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    after = open(scrypt).read() if os.path.exists(scrypt) else None
+    print(json.dumps(after == before))
+    print(json.dumps(s.all()))
+    s.close()
+    with store.open(path, **opts) as s1:  # the old key still opens it, the side file unchanged
+        print(json.dumps(s1.all()))
+    print(json.dumps((open(scrypt).read() if os.path.exists(scrypt) else None) == before))
+    with store.open(path, **opts) as s2:
+        s2.rotate(passphrase=new)
+    with store.open(path, passphrase=new, scrypt_n=opts.get("scrypt_n", 1024)) as s3:
+        print(json.dumps(s3.all()))
+"""
+
+
+@pytest.mark.parametrize("origin", ["passphrase", "key-file"])
+def test_failed_passphrase_rotation_leaves_the_scrypt_file_as_it_was(tmp_path, origin):
+    """Issue 25: the .scrypt side file is part of the rotation's transaction. A rotation to a
+    new passphrase whose store write fails leaves the .scrypt file byte for byte as it was
+    (its new tag is written only after the store's file is published), and one from a key
+    file leaves none behind (the .scrypt it created is removed); the old key opens the store,
+    and a retry publishes."""
+    path, mk = tmp_path / "s.xml", tmp_path / "mk.bin"
+    opts = ({"passphrase": "old horse", "scrypt_n": 1024} if origin == "passphrase"
+            else {"master_key_file": str(mk)})
+    out = _run(_FAILED_PASSPHRASE_ROTATION, str(path), json.dumps(opts), "new battery").splitlines()
+    assert out[0] == "failed"
+    assert json.loads(out[1]) is True
+    assert json.loads(out[2]) == {"k": "v" * 600}
+    assert json.loads(out[3]) == {"k": "v" * 600}
+    assert json.loads(out[4]) is True
+    assert json.loads(out[5]) == {"k": "v" * 600}
+
+
+@pytest.mark.parametrize("kind", ["entries", "cache", "file"])
+def test_commit_failing_over_a_pending_clear_keeps_the_clear(tmp_path, kind):
+    """Defect 1's neighbour: b commits; a's applied clear() fails to write, and so does a
+    commit after it, which reads b's file again (the merge keeps the map: the clear wins)
+    and is undone; memory is as before that commit (the cleared map and its put), and once
+    writes succeed the file holds exactly the clear's put and the commit's."""
+    code = """
+        import json, resource, signal, sys
+        from pycipherbench import store
+        path, opts = sys.argv[1], json.loads(sys.argv[2])
+        a, b = store.open(path, **opts), store.open(path, **opts)
+        a.edit().put_string("old", "O").commit()
+        b.edit().put_string("theirs", "B" * 64).commit()
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, hard))
+        a.edit().clear().put_string("mine", "A").apply()
+        try:
+            a.flush()
+        except OSError:
+            pass
+        try:
+            a.edit().put_string("x", "X").commit()
+            print("committed")
+        except OSError:
+            print("failed")
+        print(json.dumps(a.all(), sort_keys=True))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        a.edit().put_string("x", "X").commit()
+        print(json.dumps(a.all(), sort_keys=True))
+        a.close(); b.close()
+        with store.open(path, **opts) as c:
+            print(json.dumps(c.all(), sort_keys=True))
+    """
+    path, mk = tmp_path / "s.xml", tmp_path / "mk.bin"
+    opts = dict(CLEAR_KINDS[kind], master_key_file=str(mk))
+    out = _run(code, str(path), json.dumps(opts)).splitlines()
+    assert out[0] == "failed"
+    assert json.loads(out[1]) == {"mine": "A"}
+    assert json.loads(out[2]) == {"mine": "A", "x": "X"}
+    assert json.loads(out[3]) == {"mine": "A", "x": "X"}
+
+
+def test_cache_never_outlives_the_map_it_describes(tmp_path):
+    """entries.h: the map is replaced only with the plain cache forgotten. cache=True: a
+    reads k (cached), b commits a new k, a's commit merges it (the map replaced), and a
+    then reads b's value; a commit that merged and failed puts the map from before back,
+    and a reads its own value again, not the merged one."""
+    code = """
+        import json, resource, signal, sys
+        from pycipherbench import store
+        path, opts = sys.argv[1], json.loads(sys.argv[2])
+        a, b = store.open(path, **opts), store.open(path, **opts)
+        a.edit().put_string("k", "1").commit()
+        b.close(); b = store.open(path, **opts)
+        print(a.get_string("k"))
+        b.edit().put_string("k", "2").commit()
+        a.edit().put_string("other", "o").commit()
+        print(a.get_string("k"))
+        b.edit().put_string("k", "3" * 64).commit()
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, hard))
+        try:
+            a.edit().put_string("x", "X").commit()
+        except OSError:
+            print("failed")
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        print(a.get_string("k"))
+        a.edit().put_string("x", "X").commit()
+        print(a.get_string("k"))
+        a.close(); b.close()
+    """
+    path, mk = tmp_path / "s.xml", tmp_path / "mk.bin"
+    out = _run(code, str(path), json.dumps({"cache": True, "master_key_file": str(mk)})).splitlines()
+    assert out == ["1", "2", "failed", "2", "3" * 64]

@@ -129,13 +129,13 @@ static void append_stored(pcb_store *s, pcb_buf *out, const uint8_t *blob, size_
 static int s2v_start(pcb_store *s, const uint8_t *other_key, uint8_t d[16])
 {
     if (!s->codec.per_call_setup && other_key == NULL) {
-        memcpy(d, s->s2v_store, 16);
+        memcpy(d, s->ek->s2v_store, 16);
         return 1;
     }
-    if (!pcb_siv_set_key(&s->siv, other_key ? other_key : s->siv_key, SIV_KEY_LEN))
+    if (!pcb_siv_set_key(&s->ek->siv, other_key ? other_key : s->ek->siv_key, SIV_KEY_LEN))
         return 0;
-    memcpy(d, s->siv.d0, 16);
-    return pcb_s2v_add(&s->siv, d, (const uint8_t *)s->store_name, s->store_name_len);
+    memcpy(d, s->ek->siv.d0, 16);
+    return pcb_s2v_add(&s->ek->siv, d, (const uint8_t *)s->store_name, s->store_name_len);
 }
 
 int pcb_codec_name(pcb_store *s, const char *name, size_t len, pcb_buf *out, pcb_status *st)
@@ -157,11 +157,11 @@ int pcb_codec_name(pcb_store *s, const char *name, size_t len, pcb_buf *out, pcb
     if (blob == NULL)
         return pcb_oom(st);
     blob[0] = 0x01;
-    memcpy(blob + 1, s->siv_kid, 4);
+    memcpy(blob + 1, s->ek->siv_kid, 4);
     int ok = s->codec.bk_names
              ? pcb_codec_bk_siv_seal(s, (const uint8_t *)name, len, blob + PREFIX_LEN, st)
              : s2v_start(s, NULL, d)
-               && pcb_siv_encrypt(&s->siv, d, (const uint8_t *)name, len, blob + PREFIX_LEN);
+               && pcb_siv_encrypt(&s->ek->siv, d, (const uint8_t *)name, len, blob + PREFIX_LEN);
     STAGE_END(s, PCB_STAGE_SIV);
     if (ok && in_place)
         out->len = blob_len;
@@ -245,7 +245,7 @@ static int plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_statu
     int ok = 1, rc = 0, tried = 0, other_tried = 0, failed_auth = 0;
     char *p = NULL;
     size_t pos = 0, skip = 0;
-    const pcb_tink_keyset *ks = &s->keyset[PCB_KS_KEY];
+    const pcb_tink_keyset *ks = s->ek->keyset[PCB_KS_KEY];
     const pcb_tink_key *e;
     /* Every key that may have sealed it, as Tink's primitive set: prefixed
      * keys matching its first 5 bytes, then RAW keys (pcb_keyset_next). */
@@ -267,7 +267,7 @@ static int plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_statu
                 ok = 0;
         } else if (!s2v_start(s, key, d)) {
             ok = pcb_fail_openssl(st, "AES-SIV");
-        } else if ((rc = pcb_siv_decrypt(&s->siv, d, n + skip, nl - skip, (uint8_t *)p)) < 0) {
+        } else if ((rc = pcb_siv_decrypt(&s->ek->siv, d, n + skip, nl - skip, (uint8_t *)p)) < 0) {
             ok = pcb_fail_openssl(st, "AES-SIV name decryption");
         }
         if (ok && rc == 1)
@@ -280,7 +280,8 @@ static int plain_name(pcb_store *s, const rec_header *r, pcb_buf *out, pcb_statu
         ok = 0;
         failed_auth = 1; /* the message below, with the primary key back */
     }
-    if (other_tried && !s->codec.bk_names && !pcb_siv_set_key(&s->siv, s->siv_key, SIV_KEY_LEN)
+    if (other_tried && !s->codec.bk_names
+        && !pcb_siv_set_key(&s->ek->siv, s->ek->siv_key, SIV_KEY_LEN)
         && (ok || failed_auth)) { /* the primary back */
         ok = pcb_fail_openssl(st, "AES-SIV key setup");
         failed_auth = 0;
@@ -378,11 +379,12 @@ int pcb_codec_seal_value(pcb_store *s, const uint8_t *aad, size_t aad_len, const
     int ok = pcb_codec_nonce(s, nonce, st);
     STAGE_END(s, PCB_STAGE_NONCE);
     blob[0] = 0x01;
-    memcpy(blob + 1, s->value_kid, 4);
+    memcpy(blob + 1, s->ek->value_kid, 4);
     if (s->codec.bk_values)
         ok = ok && pcb_codec_bk_seal(s, nonce, aad, aad_len, pt, len, blob + PREFIX_LEN, st);
     else
-        ok = ok && pcb_store_seal(s->value.enc, s->codec.per_call_setup ? s->value_key : NULL,
+        ok = ok && pcb_store_seal(s->ek->value.enc,
+                                  s->codec.per_call_setup ? s->ek->value_key : NULL,
                                   nonce, aad, aad_len, pt, len, blob + PREFIX_LEN, st);
     STAGE_END(s, PCB_STAGE_AEAD);
     if (ok)
@@ -399,7 +401,7 @@ static int open_with_key(pcb_store *s, const pcb_tink_key *e, const uint8_t *aad
 {
     /* Keys of the primary's id are of the option's type (pcb_keyset_open refuses
      * anything else), so only the others need the type check (a strcmp). */
-    const int primary = e->key_id == s->keyset[PCB_KS_VALUE].primary_key_id;
+    const int primary = e->key_id == s->ek->keyset[PCB_KS_VALUE]->primary_key_id;
     if (!primary && pcb_keyset_is_other_type(s, PCB_KS_VALUE, e)) {
         /* A non-primary key of the other AEAD (keyset.h): its own contexts, on OpenSSL. */
         const EVP_CIPHER *c = pcb_codec_other_aead(s);
@@ -414,9 +416,10 @@ static int open_with_key(pcb_store *s, const pcb_tink_key *e, const uint8_t *aad
     }
     if (s->codec.bk_values)
         return pcb_codec_bk_unseal(s, primary ? NULL : e->key_value, aad, aad_len, in, len, p, st);
-    const uint8_t *key = !primary ? e->key_value : s->codec.per_call_setup ? s->value_key : NULL;
-    int rc = pcb_store_unseal(s->value.dec, key, aad, aad_len, in, len, p, st);
-    if (!primary && !EVP_DecryptInit_ex2(s->value.dec, NULL, s->value_key, NULL, NULL))
+    const uint8_t *key = !primary ? e->key_value
+                         : s->codec.per_call_setup ? s->ek->value_key : NULL;
+    int rc = pcb_store_unseal(s->ek->value.dec, key, aad, aad_len, in, len, p, st);
+    if (!primary && !EVP_DecryptInit_ex2(s->ek->value.dec, NULL, s->ek->value_key, NULL, NULL))
         rc = pcb_fail_openssl(st, "AEAD key setup") - 1; /* the primary back */
     return rc;
 }
@@ -426,7 +429,7 @@ static int open_with_key(pcb_store *s, const pcb_tink_key *e, const uint8_t *aad
 static int open_blob(pcb_store *s, const rec_header *r, const uint8_t *aad, size_t aad_len,
                      const uint8_t *v, size_t vl, pcb_buf *out, pcb_status *st)
 {
-    const pcb_tink_keyset *ks = &s->keyset[PCB_KS_VALUE];
+    const pcb_tink_keyset *ks = s->ek->keyset[PCB_KS_VALUE];
     const pcb_tink_key *e;
     size_t pos = 0, skip = 0;
     uint8_t *p = NULL;
@@ -515,7 +518,7 @@ static const char *aead_option(const EVP_CIPHER *c, const pcb_evp_cache *cache)
 
 const EVP_CIPHER *pcb_codec_other_aead(const pcb_store *s)
 {
-    return s->value_cipher == s->cache->cipher[PCB_EVP_AES256_GCM]
+    return s->ek->value_cipher == s->cache->cipher[PCB_EVP_AES256_GCM]
            ? s->cache->cipher[PCB_EVP_CHACHA20_POLY1305]
            : s->cache->cipher[PCB_EVP_AES256_GCM];
 }
@@ -525,7 +528,7 @@ int pcb_codec_aead_mismatch(const pcb_store *s, pcb_status *st)
     return pcb_fail(st, PCB_E_FORMAT, "%s: its values are sealed with value_encryption=%s, but "
                     "the store was opened with value_encryption=%s; open it with the option it "
                     "was created with", s->path, aead_option(pcb_codec_other_aead(s), s->cache),
-                    aead_option(s->value_cipher, s->cache));
+                    aead_option(s->ek->value_cipher, s->cache));
 }
 
 /* 1 the value opens with dec, 0 it does not authenticate, -1 it cannot
@@ -550,12 +553,13 @@ static int probe_value(pcb_store *s, const rec_header *r, EVP_CIPHER_CTX *dec, p
     if (aad == NULL)
         rc = pcb_oom(st) - 2;
     else if (vl >= PREFIX_LEN + NONCE_LEN + TAG_LEN && v[0] == 0x01
-             && memcmp(v + 1, s->value_kid, 4) == 0) {
+             && memcmp(v + 1, s->ek->value_kid, 4) == 0) {
         uint8_t *p = (uint8_t *)pcb_buf_reserve(out, vl - PREFIX_LEN - NONCE_LEN - TAG_LEN + 1);
         if (p == NULL)
             rc = pcb_oom(st) - 2;
         else {
-            rc = pcb_store_unseal(dec, s->codec.per_call_setup ? s->value_key : NULL, aad, aad_len,
+            rc = pcb_store_unseal(dec, s->codec.per_call_setup ? s->ek->value_key : NULL, aad,
+                                  aad_len,
                                   v + PREFIX_LEN, vl - PREFIX_LEN, p, st);
             OPENSSL_cleanse(p, vl - PREFIX_LEN - NONCE_LEN - TAG_LEN);
             if (rc < 0)
@@ -579,7 +583,7 @@ int pcb_codec_check_value_aead(pcb_store *s, pcb_status *st)
     int tried = 0, verdict = 1; /* 1 accept, 0 refuse, -2 failure */
     pcb_buf_init(&out);
     PCB_MAP_FOREACH(&s->map, r) {
-        int rc = probe_value(s, r, s->value.dec, &out, st);
+        int rc = probe_value(s, r, s->ek->value.dec, &out, st);
         if (rc == 1 || rc == -2) {
             verdict = rc == 1 ? 1 : -2;
             break;
@@ -588,7 +592,7 @@ int pcb_codec_check_value_aead(pcb_store *s, pcb_status *st)
             continue; /* malformed: says nothing about the AEAD */
         if (other == NULL) /* this OpenSSL lacks the other AEAD: the entry's own error */
             break;
-        if (alt.dec == NULL && !pcb_aead_pair_new(&alt, other, s->value_key, st)) {
+        if (alt.dec == NULL && !pcb_aead_pair_new(&alt, other, s->ek->value_key, st)) {
             verdict = -2;
             break;
         }

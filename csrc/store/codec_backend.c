@@ -191,18 +191,18 @@ static struct pcb_codec_bk *values_ready(pcb_store *s, pcb_status *st)
     struct pcb_codec_bk *k = bk_of(s, st);
     if (k == NULL)
         return NULL;
-    if (k->vkeyed && same_key(k->vkey, s->value_key, VALUE_KEY_LEN))
+    if (k->vkeyed && same_key(k->vkey, s->ek->value_key, VALUE_KEY_LEN))
         return k;
     const pcb_transform *t = value_t(s->opt.value_enc);
     k->vkeyed = 0;
     if (k->floor) {
         pcb_floor_gcm_free(k->fgcm);
-        if ((k->fgcm = pcb_floor_gcm_new(s->value_key, VALUE_KEY_LEN)) == NULL)
+        if ((k->fgcm = pcb_floor_gcm_new(s->ek->value_key, VALUE_KEY_LEN)) == NULL)
             return pcb_oom(st), NULL;
-    } else if (!key_cipher(s, &k->venc, t, 1, s->value_key, VALUE_KEY_LEN, st)
-        || !key_cipher(s, &k->vdec, t, 0, s->value_key, VALUE_KEY_LEN, st))
+    } else if (!key_cipher(s, &k->venc, t, 1, s->ek->value_key, VALUE_KEY_LEN, st)
+        || !key_cipher(s, &k->vdec, t, 0, s->ek->value_key, VALUE_KEY_LEN, st))
         return NULL;
-    memcpy(k->vkey, s->value_key, VALUE_KEY_LEN);
+    memcpy(k->vkey, s->ek->value_key, VALUE_KEY_LEN);
     k->vkeyed = 1;
     return k;
 }
@@ -212,19 +212,19 @@ static struct pcb_codec_bk *names_ready(pcb_store *s, pcb_status *st)
     struct pcb_codec_bk *k = bk_of(s, st);
     if (k == NULL)
         return NULL;
-    if (k->skeyed && same_key(k->skey, s->siv_key, SIV_KEY_LEN))
+    if (k->skeyed && same_key(k->skey, s->ek->siv_key, SIV_KEY_LEN))
         return k;
     k->skeyed = 0;
     if (k->floor) {
         pcb_floor_siv_free(k->fsiv);
-        if ((k->fsiv = pcb_floor_siv_new(s->siv_key, SIV_KEY_LEN)) == NULL)
+        if ((k->fsiv = pcb_floor_siv_new(s->ek->siv_key, SIV_KEY_LEN)) == NULL)
             return pcb_oom(st), NULL;
         pcb_floor_s2v_start(k->fsiv, k->fs_d);
         pcb_floor_s2v_add(k->fsiv, k->fs_d, (const uint8_t *)s->store_name, s->store_name_len);
-    } else if (!key_cipher(s, &k->senc, siv_t(), 1, s->siv_key, SIV_KEY_LEN, st)
-        || !key_cipher(s, &k->sdec, siv_t(), 0, s->siv_key, SIV_KEY_LEN, st))
+    } else if (!key_cipher(s, &k->senc, siv_t(), 1, s->ek->siv_key, SIV_KEY_LEN, st)
+        || !key_cipher(s, &k->sdec, siv_t(), 0, s->ek->siv_key, SIV_KEY_LEN, st))
         return NULL;
-    memcpy(k->skey, s->siv_key, SIV_KEY_LEN);
+    memcpy(k->skey, s->ek->siv_key, SIV_KEY_LEN);
     k->skeyed = 1;
     return k;
 }
@@ -388,8 +388,8 @@ int pcb_store_stage_floor(pcb_store *s, int put, size_t name_len, size_t value_l
     const int names = s->codec.names != PCB_NAMES_PLAIN;
     const int values = (s->codec.values == PCB_VALUES_AEAD || s->codec.values == PCB_VALUES_AEAD_TEXT)
                        && s->opt.value_enc == PCB_VALENC_GCM;
-    memcpy(siv_key, s->siv_key, SIV_KEY_LEN);
-    memcpy(value_key, s->value_key, VALUE_KEY_LEN);
+    memcpy(siv_key, s->ek->siv_key, SIV_KEY_LEN);
+    memcpy(value_key, s->ek->value_key, VALUE_KEY_LEN);
     const size_t sn_len = s->store_name_len;
     char *sn = malloc(sn_len + 1);
     if (sn != NULL)

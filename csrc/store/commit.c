@@ -1,7 +1,8 @@
 /*
- * store/commit.c — editors, commit and apply, the background writer, and
- * the one function every write of the file goes through (see store.h for
- * the API and internal.h for the locking).
+ * store/commit.c — editors, commit and apply, and the background writer
+ * (see store.h for the API and internal.h for the locking). Every write of
+ * the file goes through txn.c, not here: this file builds a commit's change
+ * and its undo, and txn.c decides whether it stays.
  *
  * An editor keeps a log of ops, in effect one per name (each time the log
  * doubles, ops replaced by a later put or remove of their name are dropped,
@@ -12,12 +13,17 @@
  * the next, never nowhere.
  *
  * All-or-nothing: apply_ops reserves every byte and slot it (and its undo)
- * needs before it changes the map, and keeps an undo log. commit applies
- * under the lock, writes with io_lock held, and on a failed write undoes:
+ * needs before it changes the map, and keeps an undo log. commit is one
+ * transaction (txn.h): txn.c takes the locks and merges other writers'
+ * changes, apply_ops applies under the store lock, txn.c writes and, on a
+ * failed write, runs this file's undo (commit_undo) and then its own:
  * memory equals disk again and the error is raised. apply() applies and
- * wakes the writer; a failed background write stays pending (disk_gen is not
- * advanced): the writer retries at the next change, flush() retries itself,
- * and every flush/close raises until it is written.
+ * wakes the writer; its writes are txn.c's too (pcb_txn_write_pending): a
+ * failed background write stays pending (disk_gen is not advanced): the
+ * writer retries at the next change, flush() retries itself, and every
+ * flush/close raises until it is written. The map is replaced (a clear) and
+ * its cache forgotten only through entries.h; the keys' generation
+ * (key_gen: puts sealed again after a rotation) is keys.c's.
  */
 #define _GNU_SOURCE
 #include "store/store.h"
@@ -30,7 +36,9 @@
 
 #include "common/bytes.h"
 #include "store/codec.h"
+#include "store/entries.h"
 #include "store/internal.h"
+#include "store/keys.h"
 #include "store/txn.h"
 
 /* Op record: kind(1) plain_len(4) sname_len(4) svalue_len(4) pt_len(4), then the bytes. */
@@ -80,7 +88,7 @@ pcb_edit *pcb_edit_new(pcb_store *s, pcb_status *st)
     }
     e->s = s;
     pcb_store_lock(s);
-    e->key_gen = s->key_gen;
+    e->key_gen = pcb_keys_gen(s);
     e->seed = s->map.seed ^ ((uint64_t)(uintptr_t)e * 0x9e3779b97f4a7c15ULL);
     pcb_store_unlock(s);
     pcb_buf_init(&e->ops);
@@ -261,7 +269,7 @@ static void take_batch(pcb_edit *e, edit_batch *b)
     e->n_ops = 0;
     e->dedup_at = 0;
     pcb_store_lock(e->s);
-    e->key_gen = e->s->key_gen;
+    e->key_gen = pcb_keys_gen(e->s);
     pcb_store_unlock(e->s);
     pthread_mutex_unlock(&e->lock);
 }
@@ -344,8 +352,7 @@ static void undo_apply(pcb_store *s, undo_log *u)
 {
     PCB_ASSERT_LOCKED(s);
     if (u->cleared) {
-        pcb_map_free(&s->map);
-        s->map = u->old_map;
+        pcb_entries_replace(s, &u->old_map);
         u->cleared = 0;
     } else {
         for (size_t i = u->offs.len / sizeof(size_t); i-- > 0;) {
@@ -361,8 +368,7 @@ static void undo_apply(pcb_store *s, undo_log *u)
         }
     }
     undo_notes(s, u);
-    if (s->opt.cache)
-        pcb_map_clear(&s->plain_cache);
+    pcb_entries_forget_cache(s);
     undo_free(u);
 }
 
@@ -443,7 +449,7 @@ static int apply_ops(pcb_store *s, const edit_batch *b, undo_log *u, pcb_status 
     undo_init(u);
     u->clear_gen_before = pcb_share_clear_gen(s);
     pcb_buf_init(&redone);
-    if (b->key_gen != s->key_gen) {
+    if (b->key_gen != pcb_keys_gen(s)) {
         /* Keys rotated since the puts were encrypted: encrypt them again. */
         if (!reencode(s, ops, &redone, st)) {
             pcb_buf_free(&redone);
@@ -487,8 +493,8 @@ static int apply_ops(pcb_store *s, const edit_batch *b, undo_log *u, pcb_status 
         pcb_map fresh;
         ok = start_map(s, b->clear, n, bytes, &fresh, u, st);
         if (ok) {
-            u->old_map = s->map;
-            s->map = fresh;
+            pcb_entries_swap(s, &fresh);
+            u->old_map = fresh; /* the map before */
             u->cleared = 1;
         }
     } else if (ok) {
@@ -510,12 +516,10 @@ static int apply_ops(pcb_store *s, const edit_batch *b, undo_log *u, pcb_status 
             ok = pcb_map_put(&s->map, v.sname, v.sl, 0, v.svalue, v.vl);
         else if (v.kind == OP_REMOVE)
             pcb_map_remove(&s->map, v.sname, v.sl);
-        if (s->opt.cache && v.kind != OP_DEAD)
-            pcb_map_remove(&s->plain_cache, v.name, v.nl);
+        if (v.kind != OP_DEAD)
+            pcb_entries_forget_cached(s, v.name, v.nl);
         off += v.size;
     }
-    if (ok && b->clear && s->opt.cache)
-        pcb_map_clear(&s->plain_cache);
     pcb_buf_free(&redone);
     if (!ok) { /* cannot happen with the room reserved; still all or nothing */
         undo_apply(s, u);

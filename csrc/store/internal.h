@@ -7,10 +7,17 @@
  * Files of the store layer and what each owns:
  *   map.c      the arena and hash table (map.h)
  *   fileio.c   whole-file reads, atomic writes, temp files (fileio.h)
+ *   entries.h  the map and the plain cache: the one swap of the map, the
+ *              one forgetting of the cache (inline)
  *   codec.c    the codec chosen at open; nonces; names and values sealed,
- *              opened and described (codec.h)
- *   keys.c     the master key (key file or scrypt), keysets sealed and
- *              opened, the entry crypto contexts (keys.h)
+ *              opened and described (codec.h), with the keys keys.c set
+ *              up (s->ek, fixed at open: a load, not a call, per get)
+ *   keys.c     every key, in its private struct pcb_keys (s->keys): the
+ *              master key (key file or scrypt, the .scrypt side file),
+ *              keysets sealed and opened, their texts, key_gen, the entry
+ *              crypto contexts; a rotation's saved state and undo (keys.h)
+ *   scrypt.c   the .scrypt file's format, bounds, derivation and tag, over
+ *              parameters keys.c owns (scrypt.h)
  *   keyset.c   the keysets as Tink writes them (EncryptedKeyset, Keyset),
  *              fresh keys, keys found by id (keyset.h)
  *   persist.c  the file's bytes for the map (serialize) and the map from
@@ -18,16 +25,19 @@
  *   lock.c     the writers' file lock and its change counter (lock.h)
  *   merge.c    sharing the file: lock, re-read and merge (merge.h)
  *   store.c    open, close, flush, reads, accounting (store.h)
- *   txn.c      THE path of every change of the file (txn.h): lock, merge,
- *              build, write, then publish or put memory back; the
+ *   txn.c      THE path of every write of the file (txn.h): the creation
+ *              write at open, and every change: lock, merge, build, write,
+ *              then publish (side files after) or put memory back; the
  *              generations and the record of a failed write
+ *   check.c    assert_store_ok: the cross-field invariants (PCB_ASSERTS)
  *   commit.c   editors, commit and apply, the background writer (store.h)
  *   rotate.c   key rotation (store.h)
  *   rotate_lazy.c  lazy rotation: a new primary value key (store.h)
  *   bench.c    the timed workloads (bench.h)
  *
- * Locking: `lock` guards the map, the keys, the crypto contexts, the
- * generations and the stage clocks; `io_lock` serializes file writes and is
+ * Locking: `lock` guards the map and the plain cache, the keys and crypto
+ * contexts (keys.c's), the generations and the stage clocks; `io_lock`
+ * serializes file writes and is
  * taken before `lock` when both are held; an editor's own `lock` comes
  * before both. The file lock (merge.h), which serializes writers across
  * processes and Store objects, is taken after io_lock and before `lock`.
@@ -35,7 +45,8 @@
  * tries first and runs the embedder's wait hooks (py/: release the GIL)
  * only when it must block. While `writing` is set (a transaction's write in
  * flight, txn.h) no one else changes memory, so a failed write can put it
- * back exactly. Debug builds assert these rules (PCB_ASSERTS, below).
+ * back exactly. Debug builds assert these rules (PCB_ASSERTS, below), and
+ * at every release of `lock` the cross-field invariants (check.c).
  *
  * Generations (txn.c's): mem_gen counts changes applied to memory,
  * disk_gen the latest one on disk. A failed write of applied changes
@@ -75,10 +86,6 @@
 #define MAX_FILE ((size_t)1 << 32)   /* 4 GiB: larger files are refused before reading */
 #define DEFAULT_SCRYPT_N (1u << 15)
 
-/* kdf_state: the .scrypt file's tag verified; an old untagged file; a tag
- * that did not verify (the keysets then tell a wrong passphrase). */
-enum { PCB_KDF_OK, PCB_KDF_LEGACY, PCB_KDF_UNVERIFIED };
-
 /* What the records of the map hold for a name (see codec.h). */
 typedef enum {
     PCB_NAMES_PLAIN,    /* the plain name (records and file) */
@@ -101,8 +108,14 @@ typedef enum {
     PCB_FILE_SEALED_MAP  /* layout='file': keysets, then the whole map sealed as one value */
 } pcb_file_codec;
 
-/* Every mode-dependent rule of the store, decided once at open from the
- * options (pcb_codec_choose); nothing else reads the option fields. */
+/* Every rule of how names, values and the file are encoded, decided once
+ * at open from the options (pcb_codec_choose): the encoding code reads
+ * these, not the options. A few options are read where they are used, each
+ * by one owner: cache (entries.h; the get path tests it), the master key's
+ * source, passphrase and scrypt_n (keys.c; a rotation replaces them there),
+ * value_enc (keys.c's value cipher, keyset.c's key types,
+ * codec_backend.c's), crypto_backend (codec_backend.c, which sets bk_*
+ * below), lock_timeout (merge.c), encrypted (keys.c, store.c at open). */
 typedef struct {
     pcb_name_codec names;
     pcb_value_codec values;
@@ -121,8 +134,26 @@ typedef struct {
     EVP_CIPHER_CTX *enc, *dec;
 } pcb_aead_pair;
 
+/* The primary keys and the entry crypto contexts: what the get and put
+ * paths (codec.c, codec_backend.c) and the sealed map (persist.c) read on
+ * every call. They live inside keys.c's struct pcb_keys and only keys.c
+ * writes them (open, rotation, its undo, a lazy rotation adopted); the
+ * store's `ek` points at them from open to close (the address never
+ * changes: a rotation's undo copies the old keys back in place), so a read
+ * costs a load, not a call. Store lock held. */
+typedef struct {
+    uint8_t siv_key[SIV_KEY_LEN], value_key[VALUE_KEY_LEN];
+    uint8_t siv_kid[4], value_kid[4]; /* the primaries' ids, big-endian as in a prefix */
+    pcb_siv siv;                      /* AES-SIV under siv_key (siv_ready) */
+    int siv_ready;
+    uint8_t s2v_store[16];            /* S2V state after the store name component */
+    pcb_aead_pair value;              /* the value AEAD under value_key */
+    const EVP_CIPHER *value_cipher;   /* AES-256-GCM or ChaCha20-Poly1305 (the options') */
+    const pcb_tink_keyset *keyset[2]; /* [0] key, [1] value: every key (keys.c's) */
+} pcb_entry_keys;
+
 struct pcb_store {
-    pthread_mutex_t lock;    /* map, keys, crypto contexts, generations */
+    pthread_mutex_t lock;    /* map, cache, keys, crypto contexts, generations */
     pthread_mutex_t io_lock; /* one file write at a time */
     pthread_cond_t cond;
     pthread_t writer;
@@ -138,36 +169,20 @@ struct pcb_store {
     const pcb_evp_cache *cache;
     OSSL_LIB_CTX *libctx;
 
-    uint8_t master[MASTER_KEY_LEN];
-    struct { /* keys.c: the scrypt parameters in use (passphrase stores) */
-        uint8_t salt[64], mac[32];
-        size_t salt_len;
-        uint64_t n, r, p;
-        int version;
-    } kdf;
-    int kdf_state; /* keys.c: PCB_KDF_*, whether the .scrypt file's tag verified at open */
-    pcb_buf keyset_text[2]; /* the sealed keysets as written: sealed once, not per commit */
-    uint8_t siv_key[SIV_KEY_LEN], value_key[VALUE_KEY_LEN];
-    uint8_t siv_kid[4], value_kid[4]; /* the primaries' ids, big-endian as in a prefix */
-    pcb_tink_keyset keyset[2]; /* [0] key, [1] value: every key (the primary copied above) */
-    int pre_tink_values; /* the value keyset was an earlier release's text: no type URL */
-    int rekeying;        /* rotate() is loading a new master key (keys.c); lock held */
-    uint64_t key_gen; /* bumped by rotate: editors re-encrypt their puts */
-    pcb_siv siv;
-    int siv_ready;
-    uint8_t s2v_store[16]; /* S2V state after the store name component */
-    pcb_aead_pair value;
-    const EVP_CIPHER *value_cipher;
-    const EVP_CIPHER *master_cipher; /* AES-256-GCM */
-    pcb_aead_pair master_ctx;
+    struct pcb_keys *keys; /* keys.c's (opaque): master key, scrypt parameters, keysets, their
+                            * texts, key_gen, the master key's context; wiped and freed by keys.c */
+    pcb_entry_keys *ek;    /* inside *keys, fixed at open: the primaries and entry contexts */
     struct pcb_codec_bk *bk; /* codec_backend.c: contexts on opt.crypto_backend (NULL: none) */
 
-    uint8_t nonce_pool[NONCE_POOL];
+    uint8_t nonce_pool[NONCE_POOL]; /* codec.c's: value nonces drawn ahead */
     size_t nonce_left;
     unsigned long nonce_fork_gen;
 
+    /* entries.h's: the records, and (cache=1) plain name -> plaintext. Changed
+     * in place by commits and loads; replaced, and the cache forgotten, only
+     * through entries.h (pcb_entries_swap). */
     pcb_map map;
-    pcb_map plain_cache; /* cache=1: plain name -> plaintext */
+    pcb_map plain_cache;
 
     int stages_on;
     uint64_t stage_ns[PCB_STAGE_COUNT];
@@ -224,6 +239,11 @@ static inline void pcb_lock_mutex(pthread_mutex_t *m)
 #define PCB_ASSERT_LOCKED(s) assert((s)->lock_owned && pthread_equal((s)->lock_owner, pthread_self()))
 #define PCB_ASSERT_IO(s) assert((s)->io_owned && pthread_equal((s)->io_owner, pthread_self()))
 #define PCB_ASSERT_UNLOCKED(s) assert(!((s)->lock_owned && pthread_equal((s)->lock_owner, pthread_self())))
+/* check.c: the cross-field invariants (generations, `writing` => io_lock
+ * held, the cache empty unless cache=1, keys loaded <=> codec ready), as
+ * SQLite's assert_pager_state; run at every release of the store's lock. */
+void pcb_assert_store_ok(const pcb_store *s);
+#define PCB_ASSERT_STORE_OK(s) pcb_assert_store_ok(s)
 #else
 #define PCB_ASSERT(c) ((void)0)
 #define PCB_OWN_(owner, owned) ((void)0)
@@ -231,6 +251,7 @@ static inline void pcb_lock_mutex(pthread_mutex_t *m)
 #define PCB_ASSERT_LOCKED(s) ((void)0)
 #define PCB_ASSERT_IO(s) ((void)0)
 #define PCB_ASSERT_UNLOCKED(s) ((void)0)
+#define PCB_ASSERT_STORE_OK(s) ((void)0)
 #endif
 
 static inline void pcb_store_lock(pcb_store *s)
@@ -241,12 +262,14 @@ static inline void pcb_store_lock(pcb_store *s)
 }
 static inline void pcb_store_unlock(pcb_store *s)
 {
+    PCB_ASSERT_STORE_OK(s);
     PCB_DISOWN_(s->lock_owner, s->lock_owned);
     pthread_mutex_unlock(&s->lock);
 }
 /* Waits on the store's condition (lock held; held again on return). */
 static inline void pcb_store_wait(pcb_store *s)
 {
+    PCB_ASSERT_STORE_OK(s);
     PCB_DISOWN_(s->lock_owner, s->lock_owned);
     pthread_cond_wait(&s->cond, &s->lock);
     PCB_OWN_(s->lock_owner, s->lock_owned);

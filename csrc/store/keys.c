@@ -10,18 +10,112 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
-#include <openssl/kdf.h>
-#include <openssl/params.h>
 #include <openssl/rand.h>
 
+#include "common/bytes.h"
 #include "common/mem.h"
-#include "format/hex.h"
-#include "store/codec.h"
+#include "store/aead.h"
 #include "store/fileio.h"
 #include "store/keyset.h"
+#include "store/scrypt.h"
+
+/* ------------------------------------------------------------ the state */
+
+/* kdf_state: the .scrypt file's tag verified; an old untagged file; a tag
+ * that did not verify (the keysets then tell a wrong passphrase). */
+enum { PCB_KDF_OK, PCB_KDF_LEGACY, PCB_KDF_UNVERIFIED };
+
+/* Every key of a store and everything made from them (keys.h). */
+struct pcb_keys {
+    pcb_entry_keys e;           /* the primaries and entry contexts (s->ek points here) */
+    uint8_t master[MASTER_KEY_LEN];
+    const EVP_CIPHER *master_cipher; /* AES-256-GCM */
+    pcb_aead_pair master_ctx;   /* under master: the keysets sealed and opened */
+    pcb_kdf_params kdf;         /* the scrypt parameters in use (passphrase stores) */
+    int kdf_state;              /* PCB_KDF_*: whether the .scrypt file's tag verified at open */
+    pcb_buf text[2];            /* the sealed keysets as written: sealed once, not per commit */
+    pcb_tink_keyset keyset[2];  /* [0] key, [1] value: every key (the primary copied into e) */
+    int pre_tink_values;        /* the value keyset was an earlier release's text: no type URL */
+    int rekeying;               /* a rotation is loading a new master key; lock held */
+    int loaded;                 /* keys loaded (or none needed) and contexts set up */
+    uint64_t key_gen;           /* bumped when the primaries change */
+    /* A passphrase rotation's side file, while rekeying: the .scrypt text
+     * to write once published (side_len > 0), or a .scrypt it created. */
+    char side[512];
+    size_t side_len;
+    int side_created;
+};
+
+#define K(s) ((s)->keys)
+#define E(s) (&(s)->keys->e)
+
+struct pcb_keys *pcb_keys_state_new(const pcb_store_options *opt, const pcb_evp_cache *cache)
+{
+    struct pcb_keys *k = calloc(1, sizeof *k);
+    if (k == NULL)
+        return NULL;
+    pcb_buf_init(&k->text[0]);
+    pcb_buf_init(&k->text[1]);
+    k->master_cipher = cache->cipher[PCB_EVP_AES256_GCM];
+    k->e.value_cipher = opt->value_enc == PCB_VALENC_CHACHA
+                        ? cache->cipher[PCB_EVP_CHACHA20_POLY1305]
+                        : cache->cipher[PCB_EVP_AES256_GCM];
+    k->e.keyset[0] = &k->keyset[0];
+    k->e.keyset[1] = &k->keyset[1];
+    return k;
+}
+
+void pcb_keys_state_free(struct pcb_keys *k)
+{
+    if (k == NULL)
+        return;
+    if (k->e.siv_ready)
+        pcb_siv_free(&k->e.siv);
+    pcb_aead_pair_free(&k->e.value);
+    pcb_aead_pair_free(&k->master_ctx);
+    pcb_buf_free(&k->text[0]);
+    pcb_buf_free(&k->text[1]);
+    OPENSSL_cleanse(k, sizeof *k);
+    free(k);
+}
+
+pcb_entry_keys *pcb_keys_entry(struct pcb_keys *k) { return &k->e; }
+
+uint64_t pcb_keys_gen(const pcb_store *s) { return K(s)->key_gen; }
+
+const pcb_buf *pcb_keys_text(const pcb_store *s, int which) { return &K(s)->text[which]; }
+
+int pcb_keys_pre_tink_values(const pcb_store *s) { return K(s)->pre_tink_values; }
+
+int pcb_keys_ok(const pcb_store *s)
+{
+    const struct pcb_keys *k = K(s);
+    if (k->rekeying)
+        return 0; /* only within a rotation's step, never across an unlock */
+    if (!s->opt.encrypted) /* a plain store: no keys at all */
+        return !k->loaded && k->master_ctx.enc == NULL && !k->e.siv_ready
+               && k->e.value.enc == NULL;
+    if (!k->loaded) /* at open, before the keysets: no entry context yet */
+        return !k->e.siv_ready && k->e.value.enc == NULL;
+    return k->master_ctx.enc != NULL && k->master_ctx.dec != NULL
+           && !s->codec.key_keyset == !k->e.siv_ready
+           && !s->codec.value_keyset == (k->e.value.enc == NULL)
+           && (!s->codec.key_keyset || k->keyset[0].n > 0)
+           && (!s->codec.value_keyset || k->keyset[1].n > 0)
+           && (!s->codec.key_keyset || k->text[0].len > 0)
+           && (!s->codec.value_keyset || k->text[1].len > 0);
+}
+
+size_t pcb_keys_heap_bytes(const pcb_store *s)
+{
+    const struct pcb_keys *k = K(s);
+    const size_t evp_ctx = 1024; /* OpenSSL's contexts, estimated (not ours to count) */
+    return sizeof *k + k->text[0].cap + k->text[1].cap + (k->e.siv_ready ? 2 * evp_ctx : 0)
+           + (k->e.value.enc ? 2 * evp_ctx : 0) + (k->master_ctx.enc ? 2 * evp_ctx : 0);
+}
 
 /* ------------------------------------------------------------ master key */
 
@@ -120,195 +214,13 @@ static int master_from_file(pcb_store *s, const char *path, int may_create,
     return 1;
 }
 
-/* ---------------------------------------------------- scrypt parameters */
 
-/* The bounds a scrypt parameter file is checked against before any work:
- * N a power of two up to 2^22, r and p small, at most 1 GiB of memory
- * (128 r N bytes, OpenSSL's own limit) and N r p at most 2^24 (a few
- * seconds); a salt of 16 to 64 bytes, not all zero. */
-#define SCRYPT_MAX_N ((uint64_t)1 << 22)
-#define SCRYPT_MAX_R 32
-#define SCRYPT_MAX_P 16
-#define SCRYPT_MAX_MEM ((uint64_t)1 << 30)
-#define SCRYPT_MAX_WORK ((uint64_t)1 << 24)
-#define SCRYPT_SALT_MIN 16
-#define SCRYPT_SALT_MAX 64
-#define SCRYPT_FILE_VERSION 2 /* 1: no version, no tag (still read for existing stores) */
-
-/* Reads "key": <number> from our own small JSON file. */
-static int json_u64(const char *json, const char *key, uint64_t *out)
-{
-    char pat[32];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(json, pat);
-    if (p == NULL)
-        return 0;
-    p += strlen(pat);
-    while (*p == ' ')
-        p++;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(p, &end, 10);
-    if (end == p || errno || *p == '-')
-        return 0;
-    *out = v;
-    return 1;
-}
-
-/* Reads "key": "<hex>" (min..max bytes) into out; its length into *len. */
-static int json_hex(const char *json, const char *key, uint8_t *out, size_t min, size_t max,
-                    size_t *len)
-{
-    char pat[32];
-    snprintf(pat, sizeof pat, "\"%s\": \"", key);
-    const char *p = strstr(json, pat);
-    if (p == NULL)
-        return 0;
-    p += strlen(pat);
-    const char *q = strchr(p, '"');
-    size_t n = q ? (size_t)(q - p) : 0;
-    if (q == NULL || n % 2 || n < 2 * min || n > 2 * max || !pcb_hex_decode(p, n, out))
-        return 0;
-    *len = n / 2;
-    return 1;
-}
-
-/* Parses the file's text into s->kdf (no bounds checked yet). */
-static int parse_scrypt_file(pcb_store *s, const char *data, size_t len, pcb_status *st)
-{
-    uint64_t version = 1;
-    size_t mac_len = 0;
-    memset(&s->kdf, 0, sizeof s->kdf);
-    int ok = len < 4096 && strstr(data, "\"kdf\": \"scrypt\"") != NULL
-             && (strstr(data, "\"version\":") == NULL || json_u64(data, "version", &version))
-             && (version == 1 || version == SCRYPT_FILE_VERSION)
-             && json_hex(data, "salt", s->kdf.salt, 1, SCRYPT_SALT_MAX, &s->kdf.salt_len)
-             && json_u64(data, "n", &s->kdf.n) && json_u64(data, "r", &s->kdf.r)
-             && json_u64(data, "p", &s->kdf.p)
-             && (version == 1 || json_hex(data, "mac", s->kdf.mac, 32, 32, &mac_len));
-    s->kdf.version = (int)version;
-    if (!ok)
-        return pcb_fail(st, PCB_E_FORMAT,
-                        "%s is not a valid scrypt parameter file (expected {\"kdf\": \"scrypt\", "
-                        "\"version\": 2, \"salt\": hex, \"n\", \"r\", \"p\": numbers, \"mac\": 64 hex "
-                        "digits})", s->scrypt_path);
-    return 1;
-}
-
-/* The bounds above, and n >= min_n, checked before any work. */
-static int check_scrypt_bounds(pcb_store *s, uint64_t min_n, pcb_status *st)
-{
-    const uint64_t n = s->kdf.n, r = s->kdf.r, p = s->kdf.p;
-    size_t zero = 0;
-    for (size_t i = 0; i < s->kdf.salt_len; i++)
-        zero += s->kdf.salt[i] == 0;
-    if (n < 2 || (n & (n - 1)) || n > SCRYPT_MAX_N)
-        return pcb_fail(st, PCB_E_FORMAT, "%s: scrypt n=%llu is not a power of two from 2 to 2^22",
-                        s->scrypt_path, (unsigned long long)n);
-    if (r < 1 || r > SCRYPT_MAX_R || p < 1 || p > SCRYPT_MAX_P)
-        return pcb_fail(st, PCB_E_FORMAT, "%s: scrypt r=%llu, p=%llu are outside the bounds (r from "
-                        "1 to %d, p from 1 to %d)", s->scrypt_path, (unsigned long long)r,
-                        (unsigned long long)p, SCRYPT_MAX_R, SCRYPT_MAX_P);
-    if (128 * r * n > SCRYPT_MAX_MEM)
-        return pcb_fail(st, PCB_E_FORMAT, "%s: scrypt n=%llu, r=%llu would need %llu MiB of memory, "
-                        "more than the 1024 MiB allowed", s->scrypt_path, (unsigned long long)n,
-                        (unsigned long long)r, (unsigned long long)((128 * r * n) >> 20));
-    if (n * r * p > SCRYPT_MAX_WORK)
-        return pcb_fail(st, PCB_E_FORMAT, "%s: scrypt n*r*p = %llu is more work than the 2^24 "
-                        "allowed (each open would take minutes)", s->scrypt_path,
-                        (unsigned long long)(n * r * p));
-    if (s->kdf.salt_len < SCRYPT_SALT_MIN || zero == s->kdf.salt_len)
-        return pcb_fail(st, PCB_E_FORMAT, "%s: the scrypt salt must be %d to %d bytes and not all "
-                        "zero (it is %zu bytes%s)", s->scrypt_path, SCRYPT_SALT_MIN, SCRYPT_SALT_MAX,
-                        s->kdf.salt_len, zero == s->kdf.salt_len ? ", all zero" : "");
-    if (n < min_n)
-        return pcb_fail(st, PCB_E_FORMAT, "%s: scrypt n=%llu is weaker than the n=%llu asked for a "
-                        "new store; remove the file if no store uses it, or pass scrypt_n=%llu",
-                        s->scrypt_path, (unsigned long long)n, (unsigned long long)min_n,
-                        (unsigned long long)n);
-    return 1;
-}
-
-static int scrypt_derive(pcb_store *s, uint8_t key[MASTER_KEY_LEN], pcb_status *st)
-{
-    uint64_t n = s->kdf.n, r = s->kdf.r, p = s->kdf.p;
-    EVP_KDF *kdf = EVP_KDF_fetch(s->libctx, "SCRYPT", NULL);
-    EVP_KDF_CTX *kctx = kdf ? EVP_KDF_CTX_new(kdf) : NULL;
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_PASSWORD, (void *)s->opt.passphrase,
-                                          s->opt.passphrase_len),
-        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, s->kdf.salt, s->kdf.salt_len),
-        OSSL_PARAM_construct_uint64(OSSL_KDF_PARAM_SCRYPT_N, &n),
-        OSSL_PARAM_construct_uint64(OSSL_KDF_PARAM_SCRYPT_R, &r),
-        OSSL_PARAM_construct_uint64(OSSL_KDF_PARAM_SCRYPT_P, &p),
-        OSSL_PARAM_construct_end(),
-    };
-    int ok = kctx != NULL && EVP_KDF_derive(kctx, key, MASTER_KEY_LEN, params) == 1;
-    EVP_KDF_CTX_free(kctx);
-    EVP_KDF_free(kdf);
-    return ok || pcb_fail_openssl(st, "scrypt key derivation");
-}
-
-/* The parameters' tag under a master key: HMAC-SHA256 keyed with
- * HMAC-SHA256(master, label) over "scrypt v2 salt=<hex> n=N r=R p=P". */
-static int scrypt_mac(pcb_store *s, const uint8_t master[MASTER_KEY_LEN], uint8_t mac[32],
-                      pcb_status *st)
-{
-    static const char label[] = "pycipherbench scrypt parameters v2";
-    char text[80 + 2 * SCRYPT_SALT_MAX], hex[2 * SCRYPT_SALT_MAX + 1];
-    uint8_t mkey[32];
-    size_t ml = 0, tl;
-    pcb_hex_encode(s->kdf.salt, s->kdf.salt_len, hex);
-    hex[2 * s->kdf.salt_len] = '\0';
-    tl = (size_t)snprintf(text, sizeof text, "scrypt v2 salt=%s n=%llu r=%llu p=%llu", hex,
-                          (unsigned long long)s->kdf.n, (unsigned long long)s->kdf.r,
-                          (unsigned long long)s->kdf.p);
-    int ok = EVP_Q_mac(s->libctx, "HMAC", NULL, "SHA256", NULL, master, MASTER_KEY_LEN,
-                       (const unsigned char *)label, sizeof label - 1, mkey, sizeof mkey, &ml) != NULL
-             && ml == 32
-             && EVP_Q_mac(s->libctx, "HMAC", NULL, "SHA256", NULL, mkey, sizeof mkey,
-                          (const unsigned char *)text, tl, mac, 32, &ml) != NULL && ml == 32;
-    OPENSSL_cleanse(mkey, sizeof mkey);
-    return ok || pcb_fail_openssl(st, "HMAC of the scrypt parameters");
-}
-
-/* Whether s->kdf's tag authenticates under master (1/0; -1 with st set). */
-static int scrypt_verify(pcb_store *s, const uint8_t master[MASTER_KEY_LEN], pcb_status *st)
-{
-    uint8_t mac[32];
-    if (s->kdf.version != SCRYPT_FILE_VERSION)
-        return 0;
-    if (!scrypt_mac(s, master, mac, st))
-        return -1;
-    return CRYPTO_memcmp(mac, s->kdf.mac, 32) == 0;
-}
-
-/* The file's text for s->kdf with its tag under master. */
-static int scrypt_text(pcb_store *s, const uint8_t master[MASTER_KEY_LEN], char *out, size_t cap,
-                       size_t *len, pcb_status *st)
-{
-    char salt[2 * SCRYPT_SALT_MAX + 1], mac[65];
-    if (!scrypt_mac(s, master, s->kdf.mac, st))
-        return 0;
-    s->kdf.version = SCRYPT_FILE_VERSION;
-    pcb_hex_encode(s->kdf.salt, s->kdf.salt_len, salt);
-    salt[2 * s->kdf.salt_len] = '\0';
-    pcb_hex_encode(s->kdf.mac, 32, mac);
-    mac[64] = '\0';
-    int n = snprintf(out, cap, "{\"kdf\": \"scrypt\", \"version\": %d, \"salt\": \"%s\", \"n\": %llu, "
-                     "\"r\": %llu, \"p\": %llu, \"mac\": \"%s\"}\n", SCRYPT_FILE_VERSION, salt,
-                     (unsigned long long)s->kdf.n, (unsigned long long)s->kdf.r,
-                     (unsigned long long)s->kdf.p, mac);
-    *len = (size_t)n;
-    return n > 0 && (size_t)n < cap ? 1 : pcb_fail(st, PCB_E_VALUE, "scrypt parameter text too long");
-}
-
-/* Replaces the .scrypt file with s->kdf tagged under master. */
+/* Replaces the .scrypt file with K(s)->kdf tagged under master. */
 static int scrypt_rewrite(pcb_store *s, const uint8_t master[MASTER_KEY_LEN], pcb_status *st)
 {
     char json[512];
     size_t jl;
-    return scrypt_text(s, master, json, sizeof json, &jl, st)
+    return pcb_scrypt_text(s, &K(s)->kdf, master, json, sizeof json, &jl, st)
            && pcb_atomic_write(s->scrypt_path, s->dir, json, jl, 0600, st);
 }
 
@@ -319,16 +231,16 @@ static int scrypt_create(pcb_store *s, uint64_t n, uint8_t key[MASTER_KEY_LEN], 
 {
     char json[512];
     size_t jl;
-    memset(&s->kdf, 0, sizeof s->kdf);
-    s->kdf.salt_len = 16;
-    s->kdf.n = n;
-    s->kdf.r = 8;
-    s->kdf.p = 1;
-    if (RAND_bytes_ex(s->libctx, s->kdf.salt, s->kdf.salt_len, 0) != 1)
+    memset(&K(s)->kdf, 0, sizeof K(s)->kdf);
+    K(s)->kdf.salt_len = 16;
+    K(s)->kdf.n = n;
+    K(s)->kdf.r = 8;
+    K(s)->kdf.p = 1;
+    if (RAND_bytes_ex(s->libctx, K(s)->kdf.salt, K(s)->kdf.salt_len, 0) != 1)
         return pcb_fail_openssl(st, "drawing a salt");
     int ok = pcb_check_name_fits(s->scrypt_path, "scrypt parameter file", st)
-             && check_scrypt_bounds(s, 2, st) && scrypt_derive(s, key, st)
-             && scrypt_text(s, key, json, sizeof json, &jl, st)
+             && pcb_scrypt_check(s, &K(s)->kdf, 2, st) && pcb_scrypt_derive(s, &K(s)->kdf, key, st)
+             && pcb_scrypt_text(s, &K(s)->kdf, key, json, sizeof json, &jl, st)
              && pcb_atomic_create(s->scrypt_path, s->dir, json, jl, 0600, exists, st);
     if (!ok || *exists)
         OPENSSL_cleanse(key, MASTER_KEY_LEN);
@@ -341,13 +253,13 @@ static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MAST
                                   int *created, pcb_status *st)
 {
     /* A rotation (rotate.c sets rekeying): the store has a master key, the old one. */
-    const int rotating = s->rekeying;
+    const int rotating = K(s)->rekeying;
     const uint64_t asked_n = s->opt.scrypt_n ? s->opt.scrypt_n : DEFAULT_SCRYPT_N;
     uint8_t fresh[MASTER_KEY_LEN];
     pcb_file_bytes f;
     int missing, exists = 0;
     *created = 0;
-    s->kdf_state = PCB_KDF_OK;
+    K(s)->kdf_state = PCB_KDF_OK;
     for (int attempt = 0;; attempt++) {
         if (!pcb_read_whole_text(s->scrypt_path, 4096, "a scrypt parameter file", &f, &missing, st))
             return 0;
@@ -366,6 +278,9 @@ static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MAST
             memcpy(key, fresh, MASTER_KEY_LEN);
             OPENSSL_cleanse(fresh, sizeof fresh);
             *created = 1;
+            /* A rotation to a passphrase: the new salt must be on disk before
+             * the store depends on it; a failed rotation removes it again. */
+            K(s)->side_created = rotating;
             return 1;
         }
         if (attempt == 1) { /* created and removed under us twice */
@@ -373,44 +288,47 @@ static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MAST
             return pcb_fail_os(st, "%s keeps appearing and vanishing", s->scrypt_path);
         }
     }
-    int ok = parse_scrypt_file(s, f.data, f.len, st);
+    int ok = pcb_scrypt_parse(s, &K(s)->kdf, f.data, f.len, st);
     pcb_file_bytes_free(&f, 0);
     if (!ok)
         return 0;
     if (!may_create) {
         /* An existing store: its keysets authenticate the derived key; the
          * tag only tells a changed file from a wrong passphrase then. */
-        if (!check_scrypt_bounds(s, 2, st) || !scrypt_derive(s, key, st))
+        if (!pcb_scrypt_check(s, &K(s)->kdf, 2, st) || !pcb_scrypt_derive(s, &K(s)->kdf, key, st))
             return 0;
-        int v = scrypt_verify(s, key, st);
+        int v = pcb_scrypt_verify(s, &K(s)->kdf, key, st);
         if (v < 0)
             return 0;
-        s->kdf_state = v ? PCB_KDF_OK : s->kdf.version == 1 ? PCB_KDF_LEGACY : PCB_KDF_UNVERIFIED;
+        K(s)->kdf_state = v ? PCB_KDF_OK
+                          : K(s)->kdf.version == 1 ? PCB_KDF_LEGACY : PCB_KDF_UNVERIFIED;
         return 1;
     }
     /* A rotation keeps the parameters its old passphrase used (tagged under
      * the old master key), under a new tag. */
-    int v = rotating ? scrypt_verify(s, s->master, st) : 0;
+    int v = rotating ? pcb_scrypt_verify(s, &K(s)->kdf, K(s)->master, st) : 0;
     if (v < 0)
         return 0;
-    if (v && s->opt.scrypt_n && s->opt.scrypt_n != s->kdf.n)
+    if (v && s->opt.scrypt_n && s->opt.scrypt_n != K(s)->kdf.n)
         return pcb_fail(st, PCB_E_VALUE, "a rotation keeps the store's scrypt salt and costs (n=%llu "
                         "in %s): scrypt_n=%llu cannot change them; copy the entries into a new store "
-                        "to change them", (unsigned long long)s->kdf.n, s->scrypt_path,
+                        "to change them", (unsigned long long)K(s)->kdf.n, s->scrypt_path,
                         (unsigned long long)s->opt.scrypt_n);
     if (v)
-        ok = check_scrypt_bounds(s, 2, st) && scrypt_derive(s, fresh, st);
+        ok = pcb_scrypt_check(s, &K(s)->kdf, 2, st) && pcb_scrypt_derive(s, &K(s)->kdf, fresh, st);
     else /* a new store, or rotation to a file of another origin: it must be ours */
-        ok = check_scrypt_bounds(s, asked_n, st) && scrypt_derive(s, fresh, st)
-             && ((v = scrypt_verify(s, fresh, st)) > 0
+        ok = pcb_scrypt_check(s, &K(s)->kdf, asked_n, st)
+             && pcb_scrypt_derive(s, &K(s)->kdf, fresh, st)
+             && ((v = pcb_scrypt_verify(s, &K(s)->kdf, fresh, st)) > 0
                  || (v == 0 && pcb_fail(st, PCB_E_DECRYPT,
                         "%s exists but %s: it was made for another passphrase, left by a deleted "
                         "store, or planted; no store can be created over it: remove it if no "
-                        "store uses it", s->scrypt_path, s->kdf.version == 1
+                        "store uses it", s->scrypt_path, K(s)->kdf.version == 1
                         ? "is an old untagged file that cannot be authenticated"
                         : "does not authenticate under this passphrase")));
-    if (ok && v && rotating)
-        ok = scrypt_rewrite(s, fresh, st);
+    if (ok && v && rotating) /* the new tag: written once the store's file is published */
+        ok = pcb_scrypt_text(s, &K(s)->kdf, fresh, K(s)->side, sizeof K(s)->side,
+                             &K(s)->side_len, st);
     if (ok)
         memcpy(key, fresh, MASTER_KEY_LEN);
     OPENSSL_cleanse(fresh, sizeof fresh);
@@ -422,7 +340,33 @@ static int master_from_passphrase(pcb_store *s, int may_create, uint8_t key[MAST
  * into out (reset). */
 static int seal_keyset(pcb_store *s, int which, pcb_buf *out, pcb_status *st)
 {
-    return pcb_keyset_seal(s, which, out, st);
+    return pcb_keyset_seal(s, &K(s)->keyset[which], K(s)->master_ctx.enc, out, st);
+}
+
+/* Copies keyset which's primary into the entry keys (siv_key/siv_kid or
+ * value_key/value_kid). */
+static void use_primary(pcb_store *s, int which)
+{
+    const pcb_tink_key *e = pcb_keyset_primary(&K(s)->keyset[which]);
+    if (e == NULL)
+        return;
+    if (which == PCB_KS_KEY) {
+        memcpy(E(s)->siv_key, e->key_value, SIV_KEY_LEN);
+        pcb_store_be32(E(s)->siv_kid, e->key_id);
+    } else {
+        memcpy(E(s)->value_key, e->key_value, VALUE_KEY_LEN);
+        pcb_store_be32(E(s)->value_kid, e->key_id);
+    }
+}
+
+/* A fresh key for keyset which (replace: the keyset becomes that one key),
+ * made the primary. */
+static int fresh_key(pcb_store *s, int which, int replace, pcb_status *st)
+{
+    if (!pcb_keyset_fresh(s, which, &K(s)->keyset[which], replace, st))
+        return 0;
+    use_primary(s, which);
+    return 1;
 }
 
 /* Opens keyset `which` from the file's text and makes its primary the
@@ -430,9 +374,10 @@ static int seal_keyset(pcb_store *s, int which, pcb_buf *out, pcb_status *st)
  * authentic, -1 malformed, unfit or OpenSSL failure (st set). */
 static int open_keyset(pcb_store *s, int which, const char *hex, size_t hex_len, pcb_status *st)
 {
-    int rc = pcb_keyset_open(s, which, hex, hex_len, st);
+    int rc = pcb_keyset_open(s, which, &K(s)->keyset[which], K(s)->master_ctx.dec, hex, hex_len,
+                             st);
     if (rc >= 1)
-        pcb_keyset_use_primary(s, which);
+        use_primary(s, which);
     return rc;
 }
 
@@ -440,23 +385,24 @@ static int open_keyset(pcb_store *s, int which, const char *hex, size_t hex_len,
 int pcb_keys_contexts(pcb_store *s, pcb_status *st)
 {
     if (s->codec.key_keyset) {
-        if (!s->siv_ready) {
-            if (!pcb_siv_new(&s->siv, s->cache->cipher[PCB_EVP_AES256_CBC],
+        if (!E(s)->siv_ready) {
+            if (!pcb_siv_new(&E(s)->siv, s->cache->cipher[PCB_EVP_AES256_CBC],
                              s->cache->cipher[PCB_EVP_AES256_ECB],
                              s->cache->cipher[PCB_EVP_AES256_CTR]))
                 return pcb_fail_openssl(st, "AES-SIV setup");
-            s->siv_ready = 1;
+            E(s)->siv_ready = 1;
         }
-        if (!pcb_siv_set_key(&s->siv, s->siv_key, SIV_KEY_LEN))
+        if (!pcb_siv_set_key(&E(s)->siv, E(s)->siv_key, SIV_KEY_LEN))
             return pcb_fail_openssl(st, "AES-SIV key setup");
-        memcpy(s->s2v_store, s->siv.d0, 16);
+        memcpy(E(s)->s2v_store, E(s)->siv.d0, 16);
         /* The store name is S2V's constant first component: fold it in once. */
-        if (!pcb_s2v_add(&s->siv, s->s2v_store, (const uint8_t *)s->store_name, s->store_name_len))
+        if (!pcb_s2v_add(&E(s)->siv, E(s)->s2v_store, (const uint8_t *)s->store_name,
+                         s->store_name_len))
             return pcb_fail_openssl(st, "AES-SIV S2V");
     }
     if (s->codec.value_keyset) {
-        pcb_aead_pair_free(&s->value);
-        if (!pcb_aead_pair_new(&s->value, s->value_cipher, s->value_key, st))
+        pcb_aead_pair_free(&E(s)->value);
+        if (!pcb_aead_pair_new(&E(s)->value, E(s)->value_cipher, E(s)->value_key, st))
             return 0;
     }
     return 1;
@@ -466,13 +412,13 @@ int pcb_keys_contexts(pcb_store *s, pcb_status *st)
 /* Fresh keysets (one key each), sealed under the current master key. */
 int pcb_keys_new(pcb_store *s, pcb_status *st)
 {
-    if (!pcb_keyset_fresh(s, PCB_KS_KEY, 1, st) || !pcb_keyset_fresh(s, PCB_KS_VALUE, 1, st))
+    if (!fresh_key(s, PCB_KS_KEY, 1, st) || !fresh_key(s, PCB_KS_VALUE, 1, st))
         return 0;
-    s->key_gen++;
-    s->keyset_text[0].len = s->keyset_text[1].len = 0;
-    if (s->codec.key_keyset && !seal_keyset(s, PCB_KS_KEY, &s->keyset_text[0], st))
+    K(s)->key_gen++;
+    K(s)->text[0].len = K(s)->text[1].len = 0;
+    if (s->codec.key_keyset && !seal_keyset(s, PCB_KS_KEY, &K(s)->text[0], st))
         return 0;
-    if (s->codec.value_keyset && !seal_keyset(s, PCB_KS_VALUE, &s->keyset_text[1], st))
+    if (s->codec.value_keyset && !seal_keyset(s, PCB_KS_VALUE, &K(s)->text[1], st))
         return 0;
     return pcb_keys_contexts(s, st);
 }
@@ -480,12 +426,12 @@ int pcb_keys_new(pcb_store *s, pcb_status *st)
 int pcb_keys_load_master(pcb_store *s, int may_create, int *created, pcb_status *st)
 {
     int ok = s->opt.master_key_file
-             ? master_from_file(s, s->opt.master_key_file, may_create, s->master, created, st)
-             : master_from_passphrase(s, may_create, s->master, created, st);
+             ? master_from_file(s, s->opt.master_key_file, may_create, K(s)->master, created, st)
+             : master_from_passphrase(s, may_create, K(s)->master, created, st);
     if (!ok)
         return 0;
-    pcb_aead_pair_free(&s->master_ctx);
-    return pcb_aead_pair_new(&s->master_ctx, s->master_cipher, s->master, st);
+    pcb_aead_pair_free(&K(s)->master_ctx);
+    return pcb_aead_pair_new(&K(s)->master_ctx, K(s)->master_cipher, K(s)->master, st);
 }
 
 
@@ -524,7 +470,7 @@ static const char *master_hint(pcb_store *s)
 {
     struct stat sb;
     if (s->opt.passphrase != NULL)
-        return s->kdf_state == PCB_KDF_UNVERIFIED
+        return K(s)->kdf_state == PCB_KDF_UNVERIFIED
                ? ": the passphrase is wrong, or the scrypt parameters were tampered with (they do "
                  "not authenticate under the key derived from this passphrase)"
                : ": the passphrase is wrong";
@@ -539,10 +485,10 @@ int pcb_keys_load(pcb_store *s, const pcb_keyset_text *k, int *created, pcb_stat
     const int need[2] = {s->codec.key_keyset, s->codec.value_keyset};
     const int have[2] = {k->hex[0] != NULL, k->hex[1] != NULL};
     if (!need[0] && !need[1] && !have[0] && !have[1])
-        return 1; /* nothing encrypted: no keysets */
+        return K(s)->loaded = 1; /* nothing encrypted: no keysets */
     if (!have[0] && !have[1]) {
         *created = 1;
-        return pcb_keys_new(s, st);
+        return K(s)->loaded = pcb_keys_new(s, st);
     }
     int rc[2] = {1, 1};
     if (need[0])
@@ -551,16 +497,16 @@ int pcb_keys_load(pcb_store *s, const pcb_keyset_text *k, int *created, pcb_stat
         rc[1] = open_keyset(s, PCB_KS_VALUE, k->hex[1], k->len[1], st);
     if (rc[0] < 0 || rc[1] < 0)
         return 0;
-    s->pre_tink_values = need[1] && rc[1] == 2;
+    K(s)->pre_tink_values = need[1] && rc[1] == 2;
     for (int i = 0; i < 2; i++) { /* kept verbatim: commits rewrite them unchanged */
-        s->keyset_text[i].len = 0;
+        K(s)->text[i].len = 0;
         if (need[i] && rc[i] == 2) /* an earlier release's text: written again as Tink's */
-            seal_keyset(s, i, &s->keyset_text[i], st);
+            seal_keyset(s, i, &K(s)->text[i], st);
         else if (need[i])
-            pcb_buf_append(&s->keyset_text[i], k->hex[i], k->len[i]);
+            pcb_buf_append(&K(s)->text[i], k->hex[i], k->len[i]);
         if (st->code)
             return 0;
-        if (s->keyset_text[i].failed)
+        if (K(s)->text[i].failed)
             return pcb_oom(st);
     }
     const char *hint = master_hint(s);
@@ -575,15 +521,15 @@ int pcb_keys_load(pcb_store *s, const pcb_keyset_text *k, int *created, pcb_stat
                         both ? " (tampered)" : ": the master key does not match or the keyset was tampered with",
                         both ? "" : hint);
     }
-    if (s->opt.passphrase != NULL && s->kdf_state != PCB_KDF_OK) {
+    if (s->opt.passphrase != NULL && K(s)->kdf_state != PCB_KDF_OK) {
         /* The keysets authenticate the key: give an old file (or one whose
          * tag a crashed rotation left stale) its tag; best effort, as a
          * read-only store still opens. */
         pcb_status ignored;
-        if (scrypt_rewrite(s, s->master, &ignored))
-            s->kdf_state = PCB_KDF_OK;
+        if (scrypt_rewrite(s, K(s)->master, &ignored))
+            K(s)->kdf_state = PCB_KDF_OK;
     }
-    return pcb_keys_contexts(s, st);
+    return K(s)->loaded = pcb_keys_contexts(s, st);
 }
 
 
@@ -608,47 +554,35 @@ static int extends(const pcb_tink_keyset *k, const pcb_tink_keyset *old)
 
 /* ------------------------------------------------ rotations (rotate.c, rotate_lazy.c) */
 
-/* What a failed rotation puts back: the keys, the options naming the
- * master key, the sealed keyset texts, and the crypto contexts themselves
- * (moved aside, not rebuilt, so that putting them back cannot fail). */
+/* What a failed rotation puts back: the whole key state as it was (keys,
+ * keysets, their texts, the entry and master contexts themselves, moved
+ * aside, not rebuilt, so that putting them back cannot fail; the scrypt
+ * parameters and their state), and the options naming the master key. */
 struct pcb_keys_saved {
-    uint8_t siv_key[SIV_KEY_LEN], value_key[VALUE_KEY_LEN], siv_kid[4], value_kid[4];
-    uint8_t master[MASTER_KEY_LEN];
-    pcb_tink_keyset keyset[2]; /* every key, as a lazy rotation may have left several */
-    uint8_t s2v_store[16];
+    struct pcb_keys old;    /* old.master_ctx: the old master context once a new one replaced it */
     pcb_store_options opt;
-    pcb_buf text[2];
-    pcb_siv siv;
-    int siv_ready;
-    pcb_aead_pair value, master_ctx;
-    int new_master;     /* s->opt now owns new strings; opt holds the old ones */
-    int moved_master;   /* master_ctx holds the old master context */
+    int new_master;         /* s->opt now owns new strings; opt holds the old ones */
+    char side[512];         /* a passphrase rotation's new .scrypt text (side_len > 0) */
+    size_t side_len;
+    int side_created;       /* the rotation created the .scrypt file: removed if it fails */
 };
 
 static void save_keys(pcb_store *s, pcb_keys_saved *k)
 {
     PCB_ASSERT_LOCKED(s);
-    memcpy(k->siv_key, s->siv_key, SIV_KEY_LEN);
-    memcpy(k->value_key, s->value_key, VALUE_KEY_LEN);
-    memcpy(k->siv_kid, s->siv_kid, 4);
-    memcpy(k->value_kid, s->value_kid, 4);
-    memcpy(k->master, s->master, MASTER_KEY_LEN);
-    memcpy(k->keyset, s->keyset, sizeof k->keyset);
-    memcpy(k->s2v_store, s->s2v_store, 16);
+    struct pcb_keys *live = K(s);
+    k->old = *live; /* every field; what is owned moves below */
     k->opt = s->opt;
     k->new_master = 0;
-    k->moved_master = 0;
-    for (int i = 0; i < 2; i++) {
-        k->text[i] = s->keyset_text[i];
-        pcb_buf_init(&s->keyset_text[i]);
-    }
+    k->side_len = 0;
+    for (int i = 0; i < 2; i++)
+        pcb_buf_init(&live->text[i]); /* the texts moved aside */
     /* The entry contexts move aside: pcb_keys_new builds new ones. */
-    k->siv = s->siv;
-    k->siv_ready = s->siv_ready;
-    s->siv_ready = 0;
-    memset(&s->siv, 0, sizeof s->siv);
-    k->value = s->value;
-    s->value.enc = s->value.dec = NULL;
+    live->e.siv_ready = 0;
+    memset(&live->e.siv, 0, sizeof live->e.siv);
+    live->e.value.enc = live->e.value.dec = NULL;
+    /* The master context stays live until a new master key replaces it. */
+    k->old.master_ctx.enc = k->old.master_ctx.dec = NULL;
 }
 
 static void free_options(pcb_store_options *o)
@@ -658,42 +592,40 @@ static void free_options(pcb_store_options *o)
         pcb_wipe_free((void *)o->passphrase, o->passphrase_len + 1);
 }
 
-/* Nothing changed on disk: the old keys, options and contexts come back
- * (moved back, so this cannot fail). */
+/* The contexts and texts a key state owns, freed (not the struct). */
+static void free_owned(struct pcb_keys *k)
+{
+    pcb_buf_free(&k->text[0]);
+    pcb_buf_free(&k->text[1]);
+    if (k->e.siv_ready)
+        pcb_siv_free(&k->e.siv);
+    k->e.siv_ready = 0;
+    pcb_aead_pair_free(&k->e.value);
+    pcb_aead_pair_free(&k->master_ctx);
+}
+
+/* Nothing changed on disk: the old key state and options come back whole
+ * (moved back, so this cannot fail); key_gen moves on, never back. */
 static void restore_keys(pcb_store *s, pcb_keys_saved *k)
 {
-    memcpy(s->siv_key, k->siv_key, SIV_KEY_LEN);
-    memcpy(s->value_key, k->value_key, VALUE_KEY_LEN);
-    memcpy(s->siv_kid, k->siv_kid, 4);
-    memcpy(s->value_kid, k->value_kid, 4);
-    memcpy(s->master, k->master, MASTER_KEY_LEN);
-    memcpy(s->keyset, k->keyset, sizeof s->keyset);
-    memcpy(s->s2v_store, k->s2v_store, 16);
+    struct pcb_keys *live = K(s);
+    const uint64_t gen = live->key_gen > k->old.key_gen ? live->key_gen : k->old.key_gen;
     if (k->new_master) {
         free_options(&s->opt);
         s->opt = k->opt;
         k->new_master = 0;
     }
-    for (int i = 0; i < 2; i++) {
-        pcb_buf_free(&s->keyset_text[i]);
-        s->keyset_text[i] = k->text[i];
-        pcb_buf_init(&k->text[i]);
+    if (k->old.master_ctx.enc == NULL) { /* never replaced: the live one is the old one */
+        k->old.master_ctx = live->master_ctx;
+        live->master_ctx.enc = live->master_ctx.dec = NULL;
     }
-    if (k->moved_master) {
-        pcb_aead_pair_free(&s->master_ctx);
-        s->master_ctx = k->master_ctx;
-        k->master_ctx.enc = k->master_ctx.dec = NULL;
-        k->moved_master = 0;
-    }
-    if (s->siv_ready)
-        pcb_siv_free(&s->siv);
-    s->siv = k->siv;
-    s->siv_ready = k->siv_ready;
-    k->siv_ready = 0;
-    pcb_aead_pair_free(&s->value);
-    s->value = k->value;
-    k->value.enc = k->value.dec = NULL;
-    s->key_gen++; /* editors encrypt their puts again, under these keys */
+    if (k->side_created) /* the failed rotation's new .scrypt goes: nothing depends on it */
+        (void)unlink(s->scrypt_path);
+    k->side_created = 0;
+    free_owned(live);
+    *live = k->old; /* e.keyset points into *live again: copied from it */
+    memset(&k->old, 0, sizeof k->old);
+    live->key_gen = gen + 1; /* editors encrypt their puts again, under these keys */
 }
 
 /* Drops what save_keys kept (after success, or after restore_keys). */
@@ -701,19 +633,14 @@ static void drop_saved(pcb_keys_saved *k)
 {
     if (k->new_master)
         free_options(&k->opt);
-    pcb_buf_free(&k->text[0]);
-    pcb_buf_free(&k->text[1]);
-    if (k->siv_ready)
-        pcb_siv_free(&k->siv);
-    pcb_aead_pair_free(&k->value);
-    if (k->moved_master)
-        pcb_aead_pair_free(&k->master_ctx);
+    free_owned(&k->old);
     OPENSSL_cleanse(k, sizeof *k);
 }
 
 /* A new master key from a new key file or passphrase. A new passphrase
- * keeps the store's salt and costs (a salt need only be unique per store),
- * so no second file must change atomically with the store. */
+ * keeps the store's salt and costs (a salt need only be unique per store);
+ * its .scrypt file's new tag waits in k until the store's file is
+ * published (pcb_keys_write_side). */
 int pcb_keys_new_master(pcb_store *s, const pcb_store_options *new_opt, pcb_keys_saved *k,
                       pcb_status *st)
 {
@@ -726,13 +653,29 @@ int pcb_keys_new_master(pcb_store *s, const pcb_store_options *new_opt, pcb_keys
         return pcb_oom(st);
     int created;
     k->new_master = 1;
-    k->master_ctx = s->master_ctx; /* kept whole for a rollback */
-    s->master_ctx.enc = s->master_ctx.dec = NULL;
-    k->moved_master = 1;
-    s->rekeying = 1;
+    k->old.master_ctx = K(s)->master_ctx; /* kept whole for a rollback */
+    K(s)->master_ctx.enc = K(s)->master_ctx.dec = NULL;
+    K(s)->rekeying = 1;
     int ok = pcb_keys_load_master(s, 1, &created, st);
-    s->rekeying = 0;
+    if (ok && K(s)->side_len > 0) { /* the .scrypt text made for the new key, published later */
+        memcpy(k->side, K(s)->side, K(s)->side_len);
+        k->side_len = K(s)->side_len;
+    }
+    k->side_created = K(s)->side_created;
+    OPENSSL_cleanse(K(s)->side, sizeof K(s)->side);
+    K(s)->side_len = 0;
+    K(s)->side_created = 0;
+    K(s)->rekeying = 0;
     return ok;
+}
+
+void pcb_keys_write_side(pcb_store *s, const pcb_keys_saved *k)
+{
+    PCB_ASSERT_IO(s);
+    PCB_ASSERT_UNLOCKED(s);
+    pcb_status ignored = {0};
+    if (k != NULL && k->side_len > 0)
+        (void)pcb_atomic_write(s->scrypt_path, s->dir, k->side, k->side_len, 0600, &ignored);
 }
 
 pcb_keys_saved *pcb_keys_save(pcb_store *s, pcb_status *st)
@@ -767,16 +710,16 @@ static int append_text(pcb_buf *b, const char *text, size_t n, pcb_status *st)
  * keyset text as saved (a copy; the saved one stays whole for a restore). */
 static int keep_names_text(pcb_store *s, const pcb_keys_saved *k, pcb_status *st)
 {
-    return append_text(&s->keyset_text[0], k->text[0].data, k->text[0].len, st);
+    return append_text(&K(s)->text[0], k->old.text[0].data, k->old.text[0].len, st);
 }
 
 int pcb_keys_add_value_primary(pcb_store *s, const pcb_keys_saved *k, pcb_status *st)
 {
     PCB_ASSERT_LOCKED(s);
-    if (!keep_names_text(s, k, st) || !pcb_keyset_fresh(s, PCB_KS_VALUE, 0, st)
-        || !seal_keyset(s, PCB_KS_VALUE, &s->keyset_text[1], st) || !pcb_keys_contexts(s, st))
+    if (!keep_names_text(s, k, st) || !fresh_key(s, PCB_KS_VALUE, 0, st)
+        || !seal_keyset(s, PCB_KS_VALUE, &K(s)->text[1], st) || !pcb_keys_contexts(s, st))
         return 0;
-    s->key_gen++; /* editors seal their puts again, under the new key */
+    K(s)->key_gen++; /* editors seal their puts again, under the new key */
     return 1;
 }
 
@@ -791,16 +734,17 @@ int pcb_keys_adopt_value_keyset(pcb_store *s, const char *hex, size_t len, pcb_s
         return -1;
     }
     pcb_status why = {0};
-    int rc = pcb_keyset_open(s, PCB_KS_VALUE, hex, len, &why) == 1
-             && extends(&s->keyset[PCB_KS_VALUE], &k->keyset[PCB_KS_VALUE]);
+    int rc = pcb_keyset_open(s, PCB_KS_VALUE, &K(s)->keyset[PCB_KS_VALUE], K(s)->master_ctx.dec,
+                             hex, len, &why) == 1
+             && extends(&K(s)->keyset[PCB_KS_VALUE], &k->old.keyset[PCB_KS_VALUE]);
     if (rc) {
-        pcb_keyset_use_primary(s, PCB_KS_VALUE);
-        rc = keep_names_text(s, k, st) && append_text(&s->keyset_text[1], hex, len, st)
+        use_primary(s, PCB_KS_VALUE);
+        rc = keep_names_text(s, k, st) && append_text(&K(s)->text[1], hex, len, st)
              && pcb_keys_contexts(s, st) ? 1 : -1;
     }
     pcb_keys_end_saved(s, k, rc != 1);
     if (rc == 1)
-        s->key_gen++; /* editors seal their puts again, under the new primary */
+        K(s)->key_gen++; /* editors seal their puts again, under the new primary */
     pcb_store_unlock(s);
     return rc;
 }

@@ -99,7 +99,8 @@ int pcb_keyset_check(pcb_store *s, int which, const pcb_tink_keyset *k, int with
 
 /* -------------------------------------------------------------- sealing */
 
-int pcb_keyset_seal(pcb_store *s, int which, pcb_buf *out, pcb_status *st)
+int pcb_keyset_seal(pcb_store *s, const pcb_tink_keyset *k, EVP_CIPHER_CTX *master_enc,
+                    pcb_buf *out, pcb_status *st)
 {
     pcb_buf pt, enc;
     uint8_t nonce[NONCE_LEN];
@@ -107,7 +108,7 @@ int pcb_keyset_seal(pcb_store *s, int which, pcb_buf *out, pcb_status *st)
     size_t sl = 0;
     pcb_buf_init(&pt);
     pcb_buf_init(&enc);
-    int ok = pcb_tinkpb_keyset_encode(&s->keyset[which], &pt) || pcb_oom(st);
+    int ok = pcb_tinkpb_keyset_encode(k, &pt) || pcb_oom(st);
     if (ok) {
         sl = NONCE_LEN + pt.len + TAG_LEN;
         sealed = malloc(sl);
@@ -116,9 +117,9 @@ int pcb_keyset_seal(pcb_store *s, int which, pcb_buf *out, pcb_status *st)
     /* AndroidKeystoreAesGcm: IV || ciphertext || tag, empty associated data. */
     ok = ok && (RAND_bytes_ex(s->libctx, nonce, NONCE_LEN, 0) == 1
                 || pcb_fail_openssl(st, "drawing a keyset nonce"))
-         && pcb_store_seal(s->master_ctx.enc, NULL, nonce, NULL, 0, (const uint8_t *)pt.data,
+         && pcb_store_seal(master_enc, NULL, nonce, NULL, 0, (const uint8_t *)pt.data,
                            pt.len, sealed, st);
-    ok = ok && (pcb_tinkpb_encrypted_encode(sealed, sl, &s->keyset[which], &enc) || pcb_oom(st));
+    ok = ok && (pcb_tinkpb_encrypted_encode(sealed, sl, k, &enc) || pcb_oom(st));
     if (ok) {
         out->len = 0;
         char *p = pcb_buf_reserve(out, 2 * enc.len);
@@ -136,15 +137,14 @@ int pcb_keyset_seal(pcb_store *s, int which, pcb_buf *out, pcb_status *st)
 }
 
 /* The text earlier releases wrote: hex(nonce || GCM(master, kid || key) ||
- * tag). 1 opened into s->keyset[which], 0 not authentic. */
-static int open_pre_tink(pcb_store *s, int which, const uint8_t *sealed, size_t sl,
-                         pcb_status *st)
+ * tag). 1 opened into *k, 0 not authentic. */
+static int open_pre_tink(pcb_store *s, int which, pcb_tink_keyset *k, EVP_CIPHER_CTX *master_dec,
+                         const uint8_t *sealed, size_t sl, pcb_status *st)
 {
     size_t key_len = sl - NONCE_LEN - 4 - TAG_LEN;
     uint8_t pt[4 + SIV_KEY_LEN];
-    int rc = pcb_store_unseal(s->master_ctx.dec, NULL, NULL, 0, sealed, sl, pt, st);
+    int rc = pcb_store_unseal(master_dec, NULL, NULL, 0, sealed, sl, pt, st);
     if (rc == 1) {
-        pcb_tink_keyset *k = &s->keyset[which];
         size_t want_len;
         OPENSSL_cleanse(k, sizeof *k);
         k->n = 1;
@@ -160,7 +160,8 @@ static int open_pre_tink(pcb_store *s, int which, const uint8_t *sealed, size_t 
     return rc;
 }
 
-int pcb_keyset_open(pcb_store *s, int which, const char *hex, size_t len, pcb_status *st)
+int pcb_keyset_open(pcb_store *s, int which, pcb_tink_keyset *into, EVP_CIPHER_CTX *master_dec,
+                    const char *hex, size_t len, pcb_status *st)
 {
     char err[200];
     const uint8_t *ct = NULL;
@@ -178,7 +179,7 @@ int pcb_keyset_open(pcb_store *s, int which, const char *hex, size_t len, pcb_st
     if (!pcb_tinkpb_encrypted_decode(bytes, n, &ct, &ct_len, &info, &has_info, err, sizeof err)) {
         size_t key_len = which == PCB_KS_KEY ? SIV_KEY_LEN : VALUE_KEY_LEN;
         if (n == NONCE_LEN + 4 + key_len + TAG_LEN) { /* an earlier release's text */
-            rc = open_pre_tink(s, which, bytes, n, st);
+            rc = open_pre_tink(s, which, into, master_dec, bytes, n, st);
             rc = rc == 1 ? 2 : rc;
             goto out;
         }
@@ -199,18 +200,18 @@ int pcb_keyset_open(pcb_store *s, int which, const char *hex, size_t len, pcb_st
         rc = pcb_oom(st) - 1;
         goto out;
     }
-    rc = pcb_store_unseal(s->master_ctx.dec, NULL, NULL, 0, ct, ct_len, pt, st);
-    if (rc == 1 && !pcb_tinkpb_keyset_decode(pt, ct_len - NONCE_LEN - TAG_LEN, &s->keyset[which],
+    rc = pcb_store_unseal(master_dec, NULL, NULL, 0, ct, ct_len, pt, st);
+    if (rc == 1 && !pcb_tinkpb_keyset_decode(pt, ct_len - NONCE_LEN - TAG_LEN, into,
                                              err, sizeof err))
         rc = pcb_fail(st, PCB_E_FORMAT, "%s: entry '%s' (the %s keyset) decrypts, but not to a "
                       "valid Tink Keyset: %s", s->path, ks_entry[which], ks_what[which], err) - 1;
-    if (rc == 1 && !pcb_keyset_check(s, which, &s->keyset[which], 1, st))
+    if (rc == 1 && !pcb_keyset_check(s, which, into, 1, st))
         rc = -1;
     if (rc == 0 && n == NONCE_LEN + 4 + (which == PCB_KS_KEY ? SIV_KEY_LEN : VALUE_KEY_LEN) + TAG_LEN
-        && open_pre_tink(s, which, bytes, n, st) == 1)
+        && open_pre_tink(s, which, into, master_dec, bytes, n, st) == 1)
         rc = 2; /* an earlier release's text that happens to parse as an EncryptedKeyset */
     if (rc < 1)
-        OPENSSL_cleanse(&s->keyset[which], sizeof s->keyset[which]);
+        OPENSSL_cleanse(into, sizeof *into);
     OPENSSL_cleanse(pt, ct_len - NONCE_LEN - TAG_LEN + 1);
 out:
     free(pt);
@@ -247,25 +248,16 @@ int pcb_keyset_is_other_type(const pcb_store *s, int which, const pcb_tink_key *
     return strcmp(e->type_url, want_type(s, which, &key_len)) != 0;
 }
 
-void pcb_keyset_use_primary(pcb_store *s, int which)
+const pcb_tink_key *pcb_keyset_primary(const pcb_tink_keyset *k)
 {
-    const pcb_tink_keyset *k = &s->keyset[which];
-    for (size_t i = 0; i < k->n; i++) {
-        if (k->key[i].key_id != k->primary_key_id)
-            continue;
-        if (which == PCB_KS_KEY) {
-            memcpy(s->siv_key, k->key[i].key_value, SIV_KEY_LEN);
-            pcb_store_be32(s->siv_kid, k->primary_key_id);
-        } else {
-            memcpy(s->value_key, k->key[i].key_value, VALUE_KEY_LEN);
-            pcb_store_be32(s->value_kid, k->primary_key_id);
-        }
-    }
+    for (size_t i = 0; i < k->n; i++)
+        if (k->key[i].key_id == k->primary_key_id)
+            return &k->key[i];
+    return NULL;
 }
 
-int pcb_keyset_fresh(pcb_store *s, int which, int replace, pcb_status *st)
+int pcb_keyset_fresh(pcb_store *s, int which, pcb_tink_keyset *k, int replace, pcb_status *st)
 {
-    pcb_tink_keyset *k = &s->keyset[which];
     if (replace)
         OPENSSL_cleanse(k, sizeof *k);
     if (k->n == PCB_TINK_MAX_KEYS)
@@ -297,7 +289,6 @@ int pcb_keyset_fresh(pcb_store *s, int which, int replace, pcb_status *st)
     e->material = PCB_TINK_SYMMETRIC;
     k->n++;
     k->primary_key_id = id;
-    pcb_keyset_use_primary(s, which);
     return 1;
 }
 

@@ -9,9 +9,12 @@
  * (read, never written), which key type each keyset must hold for the
  * store's options (the rules on prefixes and types: pcb_keyset_check),
  * fresh keys (random 31-bit ids, unique in the keyset), and the keys that
- * may open a ciphertext, found by its output prefix as Tink does. Called with the
- * store's lock held (or before the store is shared); the inspection
- * functions take no store and are pure. Lengths are bytes.
+ * may open a ciphertext, found by its output prefix as Tink does. It holds
+ * no state: the keysets and the master key's contexts are keys.c's (struct
+ * pcb_keys), passed in; the store gives only its options, path and library
+ * context. Called with the store's lock held (or before the store is
+ * shared); the inspection functions take no store and are pure. Lengths are
+ * bytes.
  */
 #ifndef PCB_STORE_KEYSET_H
 #define PCB_STORE_KEYSET_H
@@ -22,14 +25,17 @@
 /* Which keyset: the names' (AES-SIV) or the values' (AEAD). */
 enum { PCB_KS_KEY = 0, PCB_KS_VALUE = 1 };
 
-/* The file's text for s->keyset[which], sealed under the master key, into
- * out (reset). 1, or 0 with st set. */
-int pcb_keyset_seal(pcb_store *s, int which, pcb_buf *out, pcb_status *st);
-/* Opens a keyset's text into s->keyset[which] and checks it fits the store
- * (pcb_keyset_check). 1 ok, 2 ok but in the pre-Tink text (to be written
- * again as Tink's), 0 not authentic under the master key (st not set), -1
- * malformed or unfit (st set: StoreFormatError naming the keyset). */
-int pcb_keyset_open(pcb_store *s, int which, const char *hex, size_t len, pcb_status *st);
+/* The file's text for keyset k, sealed under the master key's context
+ * master_enc, into out (reset). 1, or 0 with st set. */
+int pcb_keyset_seal(pcb_store *s, const pcb_tink_keyset *k, EVP_CIPHER_CTX *master_enc,
+                    pcb_buf *out, pcb_status *st);
+/* Opens a keyset's text (keyset `which`) with the master key's context
+ * master_dec into *into and checks it fits the store (pcb_keyset_check). 1
+ * ok, 2 ok but in the pre-Tink text (to be written again as Tink's), 0 not
+ * authentic under the master key (st not set), -1 malformed or unfit (st
+ * set: StoreFormatError naming the keyset); *into wiped unless >= 1. */
+int pcb_keyset_open(pcb_store *s, int which, pcb_tink_keyset *into, EVP_CIPHER_CTX *master_dec,
+                    const char *hex, size_t len, pcb_status *st);
 /* Refuses a keyset (its keys or its keyset_info) that does not fit the
  * store's options: a type URL of another algorithm, a key length, version,
  * material or output prefix this store does not implement. 1, or 0 with st
@@ -59,13 +65,11 @@ int pcb_keyset_open(pcb_store *s, int which, const char *hex, size_t len, pcb_st
  * AES-128-GCM key, even non-primary). */
 int pcb_keyset_check(pcb_store *s, int which, const pcb_tink_keyset *k, int with_keys,
                      pcb_status *st);
-/* A fresh key for s->keyset[which]: with replace, the keyset becomes that
- * one key; else it is added as the new primary. Copies the primary into the
- * store's key fields. 1, or 0 with st set. */
-int pcb_keyset_fresh(pcb_store *s, int which, int replace, pcb_status *st);
-/* Copies s->keyset[which]'s primary into siv_key/siv_kid or
- * value_key/value_kid. */
-void pcb_keyset_use_primary(pcb_store *s, int which);
+/* A fresh key for *k (keyset `which`): with replace, the keyset becomes
+ * that one key; else it is added as the new primary. 1, or 0 with st set. */
+int pcb_keyset_fresh(pcb_store *s, int which, pcb_tink_keyset *k, int replace, pcb_status *st);
+/* k's primary key, NULL if it has none. */
+const pcb_tink_key *pcb_keyset_primary(const pcb_tink_keyset *k);
 /* The keys that may have sealed ct[0..len), in Tink's order: first the
  * ENABLED keys whose 5-byte output prefix ct starts with (TINK: 0x01 || id;
  * LEGACY, CRUNCHY: 0x00 || id; ids big-endian), then the ENABLED RAW keys
@@ -74,7 +78,7 @@ void pcb_keyset_use_primary(pcb_store *s, int which);
  * key is left. */
 const pcb_tink_key *pcb_keyset_next(const pcb_tink_keyset *k, const uint8_t *ct, size_t len,
                                     size_t *pos, size_t *skip);
-/* 1 if e (a key of s->keyset[which]) is not of the type the store's
+/* 1 if e (a key of the store's keyset `which`) is not of the type the store's
  * contexts run (a value key of the other AEAD, see pcb_keyset_check). */
 int pcb_keyset_is_other_type(const pcb_store *s, int which, const pcb_tink_key *e);
 

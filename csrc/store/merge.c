@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/bytes.h"
+#include "store/entries.h"
 #include "store/fileio.h"
 #include "store/internal.h"
 
@@ -134,20 +135,18 @@ int pcb_share_changed(pcb_store *s, uint64_t *counter, pcb_file_id *id)
 }
 
 int pcb_share_merge(pcb_store *s, pcb_map *fresh, uint64_t counter, const pcb_file_id *id,
-                    pcb_status *st)
+                    int *replaced, pcb_status *st)
 {
     pcb_share *sh = s->share;
     int ok = 1;
     PCB_ASSERT(sh->lock_held);
+    *replaced = 0;
     pcb_store_lock(s);
     if (sh->clear_gen == 0) { /* else the unwritten clear() wins: the map stays ours */
         ok = apply_dirty(s, fresh, st);
         if (ok) {
-            pcb_map old = s->map;
-            s->map = *fresh;
-            *fresh = old;
-            if (s->opt.cache)
-                pcb_map_clear(&s->plain_cache);
+            pcb_entries_swap(s, fresh); /* *fresh: the map before */
+            *replaced = 1;
         }
     }
     pcb_store_unlock(s);

@@ -11,9 +11,10 @@
  * since then (`dirty`: the stored names its commits and applies touched,
  * each with the generation that touched it; or a clear()) are applied on
  * top of it, per name: the last writer wins per key, as SharedPreferences
- * users expect; a clear() not yet written wins over the whole file. The
- * merged map then replaces the store's map, so the store also sees the
- * other writers' changes. Also owns the once-per-store clean-up of the temp
+ * users expect; a clear() not yet written wins over the whole file (the
+ * store's map then stays as it is, and the merge says so: pcb_share_merge's
+ * *replaced). Otherwise the merged map replaces the store's map, so the
+ * store also sees the other writers' changes. Also owns the once-per-store clean-up of the temp
  * files of writers that died (only under the lock, only of dead pids).
  *
  * A file re-keyed by another writer (rotate) cannot be merged: the commit
@@ -76,13 +77,16 @@ int pcb_share_lock(pcb_store *s, pcb_status *st);
  * identity differ), with what they are now in *counter and *id (taken
  * before the file is read: a later change shows next time). */
 int pcb_share_changed(pcb_store *s, uint64_t *counter, pcb_file_id *id);
-/* Merges: this store's noted changes (and an unwritten clear()) put on top
- * of fresh, the file as the other writers left it, which then replaces the
- * store's map (*fresh gets the old one, for the caller to free); counter
- * and id recorded as seen. Takes the store's lock. 1, or 0 out of memory
- * with the map unchanged. */
+/* Merges: this store's noted changes put on top of fresh, the file as the
+ * other writers left it, which then replaces the store's map (*replaced =
+ * 1; *fresh gets the map before the merge, for the caller to keep for an
+ * undo or free). While a clear() is not yet written it wins over the whole
+ * file: the store's map stays (*replaced = 0, *fresh untouched: the file
+ * read, for the caller to free). Either way counter and id are recorded as
+ * seen. Takes the store's lock. 1, or 0 out of memory with the map
+ * unchanged (*replaced = 0). */
 int pcb_share_merge(pcb_store *s, pcb_map *fresh, uint64_t counter, const pcb_file_id *id,
-                    pcb_status *st);
+                    int *replaced, pcb_status *st);
 /* Releases the file lock if held. */
 void pcb_share_unlock(pcb_store *s);
 /* After this store renamed its file into place for generation gen (lock

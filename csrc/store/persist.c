@@ -16,6 +16,7 @@
 #include "format/prefs_xml.h"
 #include "format/value.h"
 #include "store/codec.h"
+#include "store/entries.h"
 #include "store/fileio.h"
 #include "store/keys.h"
 #include "store/merge.h"
@@ -63,8 +64,8 @@ static int serialize_sealed_map(pcb_store *s, pcb_buf *b, pcb_status *st)
     STAGE_BEGIN(s);
     if (ok && pcb_codec_nonce(s, nonce, st)) {
         blob[0] = 0x01;
-        memcpy(blob + 1, s->value_kid, 4);
-        ok = pcb_store_seal(s->value.enc, NULL, nonce, (const uint8_t *)s->store_name,
+        memcpy(blob + 1, s->ek->value_kid, 4);
+        ok = pcb_store_seal(s->ek->value.enc, NULL, nonce, (const uint8_t *)s->store_name,
                             s->store_name_len, (const uint8_t *)inner.data, inner.len,
                             blob + PREFIX_LEN, st);
         STAGE_END(s, PCB_STAGE_AEAD);
@@ -122,11 +123,11 @@ static int serialize(pcb_store *s, pcb_buf *b, pcb_status *st)
         return serialize_native(&s->map, b, s->path, st);
     pcb_prefs_begin(b);
     if (s->codec.key_keyset)
-        pcb_prefs_string(b, KEY_KEYSET, sizeof KEY_KEYSET - 1, s->keyset_text[0].data,
-                         s->keyset_text[0].len);
+        pcb_prefs_string(b, KEY_KEYSET, sizeof KEY_KEYSET - 1, pcb_keys_text(s, 0)->data,
+                         pcb_keys_text(s, 0)->len);
     if (s->codec.value_keyset)
-        pcb_prefs_string(b, VALUE_KEYSET, sizeof VALUE_KEYSET - 1, s->keyset_text[1].data,
-                         s->keyset_text[1].len);
+        pcb_prefs_string(b, VALUE_KEYSET, sizeof VALUE_KEYSET - 1, pcb_keys_text(s, 1)->data,
+                         pcb_keys_text(s, 1)->len);
     int ok = s->codec.file == PCB_FILE_SEALED_MAP ? serialize_sealed_map(s, b, st)
                                                   : serialize_entries(s, b, st);
     pcb_prefs_end(b);
@@ -386,7 +387,7 @@ static int sealed_by_other_aead(pcb_store *s, const uint8_t *blob, size_t bl, ch
     const EVP_CIPHER *other = pcb_codec_other_aead(s);
     pcb_aead_pair alt = {NULL, NULL};
     int rc = 0;
-    if (other != NULL && pcb_aead_pair_new(&alt, other, s->value_key, st))
+    if (other != NULL && pcb_aead_pair_new(&alt, other, s->ek->value_key, st))
         rc = pcb_store_unseal(alt.dec, NULL, (const uint8_t *)s->store_name, s->store_name_len,
                               blob + PREFIX_LEN, bl - PREFIX_LEN, (uint8_t *)inner, st);
     pcb_aead_pair_free(&alt);
@@ -404,7 +405,7 @@ static int load_sealed_map(pcb_store *s, load_ctx *c, pcb_status *st)
     size_t body = 0;
     int ok = blob != NULL || pcb_oom(st);
     if (ok && (bl == (size_t)-1 || bl < PREFIX_LEN + NONCE_LEN + TAG_LEN || blob[0] != 1
-               || memcmp(blob + 1, s->value_kid, 4) != 0))
+               || memcmp(blob + 1, s->ek->value_kid, 4) != 0))
         ok = pcb_fail(st, PCB_E_DECRYPT, "%s: entry '%s' is corrupted (bad encoding, "
                       "prefix or key id)", s->path, SEALED_NAME);
     if (ok) {
@@ -413,7 +414,7 @@ static int load_sealed_map(pcb_store *s, load_ctx *c, pcb_status *st)
         ok = inner != NULL || pcb_oom(st);
     }
     if (ok) {
-        int rc = pcb_store_unseal(s->value.dec, NULL, (const uint8_t *)s->store_name,
+        int rc = pcb_store_unseal(s->ek->value.dec, NULL, (const uint8_t *)s->store_name,
                                   s->store_name_len, blob + PREFIX_LEN, bl - PREFIX_LEN,
                                   (uint8_t *)inner, st);
         if (rc == 0 && sealed_by_other_aead(s, blob, bl, inner, st))
@@ -436,10 +437,12 @@ static int load_sealed_map(pcb_store *s, load_ctx *c, pcb_status *st)
 
 /* After the file's entries: the keys (master key created only for a store
  * without keysets, so a failed open never leaves a new key file behind),
- * the sealed map, and, on first launch, the new keysets written at once as
- * ESP does: under the file lock, and only if the file is still as it was
- * read, so that two processes creating one store end with one set of
- * keysets (*again = 1 when another writer got there first: load again). */
+ * the sealed map, and, on first launch (*created), the file lock taken (or
+ * kept from the check that the file is still as it was read) for the new
+ * keysets' first write, which the opener makes at once through txn.c as
+ * ESP does (pcb_txn_create), so that two processes creating one store end
+ * with one set of keysets (*again = 1 when another writer got there first:
+ * load again). */
 static int load_keys_and_rest(pcb_store *s, load_ctx *c, int *created, int *again,
                               pcb_status *st)
 {
@@ -458,26 +461,12 @@ static int load_keys_and_rest(pcb_store *s, load_ctx *c, int *created, int *agai
     *created |= created_master;
     if (ok && c->sealed_text != NULL)
         ok = load_sealed_map(s, c, st);
-    else if (ok && !*created && s->pre_tink_values)
+    else if (ok && !*created && pcb_keys_pre_tink_values(s))
         /* A Tink keyset's type URL names its AEAD (checked as it opened); an
          * earlier release's keyset text does not: its entries tell. */
         ok = pcb_codec_check_value_aead(s, st);
-    if (ok && *created) {
-        /* The store's first write, under the file lock taken above and
-         * before any other thread can reach the store: nothing to merge. */
-        pcb_buf b;
-        pcb_buf_init(&b);
+    if (ok && *created) /* held for the first write (pcb_txn_create) */
         ok = pcb_share_held(s) || pcb_share_lock(s, st);
-        if (ok) {
-            pcb_store_lock(s);
-            ok = serialize(s, &b, st);
-            pcb_store_unlock(s);
-        }
-        ok = ok && pcb_persist_write_bytes(s, &b, st);
-        pcb_buf_free(&b);
-        if (ok)
-            pcb_share_written(s, 0); /* generation 0: nothing applied yet */
-    }
     return ok;
 }
 
@@ -510,7 +499,8 @@ int pcb_persist_load(pcb_store *s, int *created, pcb_status *st)
         ok = missing || parse_into(s, &c, f.data, f.len, "the store file");
         if (ok && s->codec.file != PCB_FILE_NATIVE)
             ok = load_keys_and_rest(s, &c, created, &again, st);
-        pcb_share_unlock(s);
+        if (!ok || !*created) /* else kept for the creation write */
+            pcb_share_unlock(s);
         load_ctx_free(&c);
         pcb_file_bytes_free(&f, 0); /* ciphertext, or a plain store's own public text */
         if (!again)
@@ -519,7 +509,7 @@ int pcb_persist_load(pcb_store *s, int *created, pcb_status *st)
             errno = EBUSY;
             return pcb_fail_os(st, "%s kept changing while this store was being created", s->path);
         }
-        pcb_map_clear(&s->map); /* another writer created it meanwhile: read theirs */
+        pcb_entries_reset(s); /* another writer created it meanwhile: read theirs */
     }
 }
 
@@ -531,7 +521,7 @@ static int same_keysets(pcb_store *s, const load_ctx *c, pcb_status *st)
     int empty = c->m->live == 0 && c->sealed_text == NULL;
     for (int k = 0; k < 2; k++) {
         int used = k ? s->codec.value_keyset : s->codec.key_keyset;
-        const pcb_buf *ours = &s->keyset_text[k];
+        const pcb_buf *ours = pcb_keys_text(s, k);
         if (c->keysets.hex[k] == NULL ? (!used || empty)
                                       : (used && c->keysets.len[k] == ours->len
                                          && memcmp(c->keysets.hex[k], ours->data, ours->len) == 0))

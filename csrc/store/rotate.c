@@ -2,8 +2,10 @@
  * store/rotate.c — key rotation (see store.h): every entry decrypted under
  * the old keys, new keysets (and a new master key when asked), every entry
  * encrypted again into a fresh map, written atomically in one transaction
- * (txn.h); on failure the old keys (keys.c keeps them) and map are put
- * back.
+ * (txn.h); on failure the old keys (keys.c keeps the whole key state, the
+ * scrypt parameters included) and map are put back. A new passphrase's
+ * .scrypt tag is written after the store's file (the transaction's
+ * after_write); a .scrypt the rotation had to create is removed by the undo.
  */
 #include "store/store.h"
 
@@ -15,6 +17,7 @@
 #include "common/bytes.h"
 #include "common/mem.h"
 #include "store/codec.h"
+#include "store/entries.h"
 #include "store/internal.h"
 #include "store/keys.h"
 #include "store/txn.h"
@@ -93,15 +96,17 @@ static void rotate_publish(pcb_store *s, void *arg)
     c->k = NULL;
 }
 
+static void rotate_after_write(pcb_store *s, void *arg)
+{
+    rotate_change *c = arg;
+    pcb_keys_write_side(s, c->k); /* a new passphrase's .scrypt tag, now that the file is out */
+}
+
 static void rotate_undo(pcb_store *s, void *arg)
 {
     rotate_change *c = arg;
-    if (c->swapped) {
-        pcb_map_free(&s->map);
-        s->map = c->old;
-        if (s->opt.cache)
-            pcb_map_clear(&s->plain_cache);
-    }
+    if (c->swapped)
+        pcb_entries_replace(s, &c->old);
     c->swapped = 0;
     pcb_keys_end_saved(s, c->k, 1);
     c->k = NULL;
@@ -115,7 +120,7 @@ int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status 
         return 0;
     plain_dump d;
     rotate_change c = {.k = NULL, .swapped = 0};
-    const pcb_txn_change change = {rotate_publish, rotate_undo, &c};
+    const pcb_txn_change change = {rotate_publish, rotate_undo, &c, rotate_after_write};
     pcb_map fresh;
     int have_fresh = 0;
     pcb_buf_init(&d.names);
@@ -136,8 +141,8 @@ int pcb_store_rotate(pcb_store *s, const pcb_store_options *new_opt, pcb_status 
     ok = ok && (have_fresh || pcb_oom(st)) && pcb_keys_new(s, st) && reencrypt(s, &d, &fresh, st);
     /* 4. Into place and onto disk; txn.c keeps it or puts everything back. */
     if (ok) {
-        c.old = s->map;
-        s->map = fresh;
+        pcb_entries_swap(s, &fresh);
+        c.old = fresh; /* the map before */
         c.swapped = 1;
         have_fresh = 0;
         (void)pcb_txn_write(&t, st);

@@ -17,8 +17,10 @@
 #include "common/mem.h"
 #include "store/codec.h"
 #include "store/codec_backend.h"
+#include "store/entries.h"
 #include "store/fileio.h"
 #include "store/internal.h"
+#include "store/keys.h"
 #include "store/txn.h"
 #include "store/persist.h"
 
@@ -127,17 +129,12 @@ static void store_free(pcb_store *s)
         return;
     if (s->registered)
         registry_remove(s);
-    if (s->siv_ready)
-        pcb_siv_free(&s->siv);
-    pcb_aead_pair_free(&s->value);
-    pcb_aead_pair_free(&s->master_ctx);
     pcb_codec_bk_free(s);
+    pcb_keys_state_free(s->keys); /* wiped: keys.c's */
     pcb_map_free(&s->map);
     pcb_map_free(&s->plain_cache);
     pcb_buf_free(&s->scratch);
     pcb_buf_free(&s->sname);
-    pcb_buf_free(&s->keyset_text[0]);
-    pcb_buf_free(&s->keyset_text[1]);
     pcb_share_free(s->share);
     pcb_txn_gens_free(s->gens);
     free(s->path);
@@ -188,14 +185,15 @@ static pcb_store *store_new(const char *path, const pcb_store_options *opt,
     }
     pcb_buf_init(&s->scratch);
     pcb_buf_init(&s->sname);
-    pcb_buf_init(&s->keyset_text[0]);
-    pcb_buf_init(&s->keyset_text[1]);
     s->codec = pcb_codec_choose(opt);
     s->cache = cache;
     s->libctx = cache->libctx;
-    s->master_cipher = cache->cipher[PCB_EVP_AES256_GCM];
-    s->value_cipher = opt->value_enc == PCB_VALENC_CHACHA ? cache->cipher[PCB_EVP_CHACHA20_POLY1305]
-                                                          : cache->cipher[PCB_EVP_AES256_GCM];
+    if ((s->keys = pcb_keys_state_new(opt, cache)) == NULL) {
+        pcb_oom(st);
+        store_free(s);
+        return NULL;
+    }
+    s->ek = pcb_keys_entry(s->keys); /* the get and put paths read the keys through it */
     /* Paths and names fixed here (issue 17): the file the path reaches
      * (final symbolic links followed), in its canonical directory, as an
      * absolute name; so a later chdir() or a swapped link changes nothing,
@@ -276,7 +274,9 @@ pcb_store *pcb_store_open(const char *path, const pcb_store_options *opt,
         store_free(s);
         return NULL;
     }
-    if (!pcb_persist_load(s, &created_keys, st)) {
+    /* A new store's keysets are written at once, through the one write
+     * path (txn.c), under the file lock the load kept. */
+    if (!pcb_persist_load(s, &created_keys, st) || (created_keys && !pcb_txn_create(s, st))) {
         store_free(s);
         return NULL;
     }
@@ -318,7 +318,7 @@ int pcb_store_close(pcb_store *s, pcb_status *st)
 
 static int cache_lookup(pcb_store *s, const char *name, size_t len, pcb_buf *out, int *found)
 {
-    const rec_header *r = pcb_map_find(&s->plain_cache, (const uint8_t *)name, len);
+    const rec_header *r = pcb_entries_cached(s, name, len);
     if (r == NULL)
         return 0;
     out->len = 0;
@@ -377,8 +377,8 @@ int pcb_store_get(pcb_store *s, const char *name, size_t len, pcb_buf *out, int 
         ok = aad != NULL ? pcb_codec_open_value(s, r, aad, aad_len, out, st) : pcb_oom(st);
         if (ok) {
             *found = 1;
-            if (s->opt.cache && !pcb_map_put(&s->plain_cache, (const uint8_t *)name, len, 0,
-                                         (const uint8_t *)out->data, out->len))
+            if (s->opt.cache && !pcb_entries_cache_put(s, name, len, (const uint8_t *)out->data,
+                                                       out->len))
                 ok = pcb_oom(st);
         }
     }
@@ -394,7 +394,7 @@ int pcb_store_contains(pcb_store *s, const char *name, size_t len, int *found, p
     if (!pcb_codec_check_name(s, name, len, st))
         return 0;
     pcb_store_lock(s);
-    if (s->opt.cache && pcb_map_find(&s->plain_cache, (const uint8_t *)name, len) != NULL) {
+    if (s->opt.cache && pcb_entries_cached(s, name, len) != NULL) {
         pcb_store_unlock(s);
         *found = 1;
         return 1;
@@ -480,11 +480,8 @@ size_t pcb_store_heap_bytes(pcb_store *s)
     pcb_store_lock(s);
     /* Our own allocations by capacity; OpenSSL's contexts (key schedules,
      * GHASH tables) are estimated at ~1 KiB each (they are not ours to count). */
-    const size_t evp_ctx = 1024;
     size_t n = sizeof *s + pcb_map_heap_bytes(&s->map) + pcb_map_heap_bytes(&s->plain_cache)
-               + s->scratch.cap + s->sname.cap + s->keyset_text[0].cap + s->keyset_text[1].cap
-               + (s->siv_ready ? 2 * evp_ctx : 0) + (s->value.enc ? 2 * evp_ctx : 0)
-               + (s->master_ctx.enc ? 2 * evp_ctx : 0)
+               + s->scratch.cap + s->sname.cap + pcb_keys_heap_bytes(s)
                + strlen(s->path) + strlen(s->dir) + strlen(s->store_name) + strlen(s->scrypt_path) + 4;
     pcb_store_unlock(s);
     return n;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "store/entries.h"
 #include "store/internal.h"
 #include "store/merge.h"
 #include "store/persist.h"
@@ -45,6 +46,13 @@ int pcb_txn_on_disk(const pcb_store *s, uint64_t target) { return s->gens->disk_
 
 void pcb_txn_after_fork_child(pcb_store *s) { s->gens->writing = 0; }
 
+int pcb_txn_gens_ok(const pcb_store *s)
+{
+    const struct pcb_gens *g = s->gens;
+    return g->mem_gen >= g->disk_gen
+           && (g->write_errno == 0 || (g->fail_gen > g->disk_gen && g->fail_gen <= g->mem_gen));
+}
+
 /* Other writers' changes since this store last read or wrote the file,
  * merged into memory (file lock held, store lock not). 1, or 0 with st set
  * and memory unchanged. */
@@ -56,11 +64,18 @@ static int merge_others(pcb_txn *t, pcb_status *st)
     if (!pcb_share_changed(s, &counter, &id))
         return 1;
     pcb_map fresh;
+    int replaced = 0;
     if (!pcb_map_init(&fresh, 16, s->map.secret))
         return pcb_oom(st);
-    if (!pcb_persist_read_map(s, &fresh, st) || !pcb_share_merge(s, &fresh, counter, &id, st)) {
+    if (!pcb_persist_read_map(s, &fresh, st)
+        || !pcb_share_merge(s, &fresh, counter, &id, &replaced, st)) {
         pcb_map_free(&fresh);
         return 0;
+    }
+    t->read_others = 1;
+    if (!replaced) { /* an unwritten clear() won: memory is as it was, fresh is their file */
+        pcb_map_free(&fresh);
+        return 1;
     }
     t->before = fresh; /* the map before the merge, until the outcome is known */
     t->merged = 1;
@@ -75,7 +90,7 @@ static int begin_io_held(pcb_txn *t, pcb_store *s, const pcb_txn_change *change,
     t->s = s;
     t->change = change;
     t->gen_before = t->gen = 0;
-    t->held = t->wrote = t->failed = t->merged = 0;
+    t->held = t->wrote = t->failed = t->merged = t->read_others = 0;
     /* Other writers wait until this change is in place; what they wrote
      * so far is merged into memory first, so the caller builds on it. */
     if (!pcb_share_lock(s, st))
@@ -144,6 +159,8 @@ int pcb_txn_write(pcb_txn *t, pcb_status *st)
     t->gen = s->gens->mem_gen;
     pcb_store_unlock(s);
     int ok = write_file(s, &t->gen, st);
+    if (ok && t->change != NULL && t->change->after_write != NULL)
+        t->change->after_write(s, t->change->arg); /* the side files follow the published file */
     pcb_store_lock(s);
     PCB_ASSERT(s->gens->writing && s->gens->mem_gen == t->gen_before + 1);
     if (ok)
@@ -167,20 +184,16 @@ int pcb_txn_end(pcb_txn *t)
         if (t->wrote && t->change != NULL)
             s->gens->mem_gen = t->gen_before;
         if (t->merged) {
-            /* Memory as it was before the merge too, and the next
-             * transaction reads the file again and merges from scratch. */
-            pcb_map merged = s->map;
-            s->map = t->before;
-            t->before = merged;
-            if (s->opt.cache)
-                pcb_map_clear(&s->plain_cache);
-            pcb_share_forget_seen(s);
+            /* Memory as it was before the merge too. */
+            pcb_entries_swap(s, &t->before);
         }
+        if (t->read_others) /* the next transaction reads the file again and merges */
+            pcb_share_forget_seen(s);
     }
     PCB_ASSERT(published || t->change == NULL || s->gens->mem_gen == t->gen_before);
     if (t->merged)
         pcb_map_free(&t->before);
-    t->merged = 0;
+    t->merged = t->read_others = 0;
     s->gens->writing = 0; /* writing -> open */
     pthread_cond_broadcast(&s->cond);
     pcb_store_unlock(s);
@@ -199,6 +212,22 @@ static void note_failed(pcb_store *s, uint64_t gen, const pcb_status *st)
     snprintf(s->gens->write_error, sizeof s->gens->write_error,
              "writing applied changes failed (they stay pending): %.200s", st->msg);
     pthread_cond_broadcast(&s->cond);
+}
+
+int pcb_txn_create(pcb_store *s, pcb_status *st)
+{
+    PCB_ASSERT(pcb_share_held(s));
+    uint64_t gen;
+    pcb_io_lock(s); /* inside the file lock: only here, before the store is shared */
+    int ok = write_file(s, &gen, st); /* generation 0: nothing applied yet */
+    if (ok) {
+        pcb_store_lock(s);
+        note_written(s, gen);
+        pcb_store_unlock(s);
+    }
+    pcb_share_unlock(s);
+    pcb_io_unlock(s);
+    return ok;
 }
 
 int pcb_txn_has_work(const pcb_store *s)

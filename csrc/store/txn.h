@@ -11,7 +11,8 @@
  * failed write of applied changes (write_errno, fail_gen, write_error) that
  * flush/close/commit report until the changes are out.
  *
- * Who uses it: commit (commit.c), apply's background writer and flush
+ * Who uses it: the creation write at open (store.c, pcb_txn_create),
+ * commit (commit.c), apply's background writer and flush
  * (pcb_txn_write_pending), rotate (rotate.c) and lazy rotation
  * (rotate_lazy.c). This file alone decides whether a change was published
  * and, when it was not, puts memory back (pcb_txn_end): the caller's
@@ -37,13 +38,19 @@
 
 /* What a transaction's caller changes in memory, and how to let it stay
  * or put it back (each in the caller's own file: the state is theirs).
- * Both run with the store's lock held, once, from pcb_txn_end; undo cannot
- * fail (what it needs was kept or reserved when the change was built) and
- * must cope with a change built only in part. */
+ * publish and undo run with the store's lock held, once, from pcb_txn_end;
+ * undo cannot fail (what it needs was kept or reserved when the change was
+ * built) and must cope with a change built only in part. after_write (may
+ * be NULL) writes the side files that follow the published state (a
+ * passphrase rotation's .scrypt tag, keys.h): once the store's file is on
+ * disk, io_lock and the file lock still held, the store lock not; so a
+ * change that fails never touched them. It is best effort: the publish
+ * point is behind it. */
 typedef struct {
     void (*publish)(pcb_store *s, void *arg); /* the file holds it: drop the undo */
     void (*undo)(pcb_store *s, void *arg);    /* it was not published: memory as before */
     void *arg;
+    void (*after_write)(pcb_store *s, void *arg); /* side files, after the publish point */
 } pcb_txn_change;
 
 typedef struct {
@@ -53,7 +60,8 @@ typedef struct {
     uint64_t gen;        /* the generation the write put on disk */
     int held;            /* io_lock, file lock and store lock held */
     int wrote, failed;   /* pcb_txn_write ran; and failed */
-    int merged;          /* other writers' changes merged: `before` is the map before */
+    int read_others;     /* another writer's file was read and merged (or lost to a clear) */
+    int merged;          /* the merge replaced the map: `before` is the map before it */
     pcb_map before;
 } pcb_txn;
 
@@ -88,6 +96,14 @@ int pcb_txn_end(pcb_txn *t);
  * pending (write_errno, fail_gen), reported by every later flush/close. */
 int pcb_txn_write_pending(pcb_store *s, int retry_failed, pcb_status *st);
 
+/* A new store's first write at open (persist.h: the load created its
+ * keysets and kept the file lock, so no other writer got in between; no
+ * other thread can reach the store yet): the file written at generation 0,
+ * nothing to merge; io_lock taken inside the file lock, the one exception
+ * to the order (merge.h). The file lock is released either way. 1, or 0
+ * with st set (the open fails). */
+int pcb_txn_create(pcb_store *s, pcb_status *st);
+
 /* 1 if applied changes wait for a write that has not failed at this
  * generation yet (store lock held). */
 int pcb_txn_has_work(const pcb_store *s);
@@ -105,6 +121,9 @@ int pcb_txn_writing(const pcb_store *s);
 void pcb_txn_applied(pcb_store *s);
 int pcb_txn_flushing(const pcb_store *s, uint64_t target);
 int pcb_txn_on_disk(const pcb_store *s, uint64_t target);
+/* assert_store_ok's part (check.c): mem_gen >= disk_gen, and a failed
+ * write recorded only for a generation beyond disk and not beyond memory. */
+int pcb_txn_gens_ok(const pcb_store *s);
 /* In a forked child: no write is in flight there. */
 void pcb_txn_after_fork_child(pcb_store *s);
 
