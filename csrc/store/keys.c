@@ -620,7 +620,7 @@ static void restore_keys(pcb_store *s, pcb_keys_saved *k)
         live->master_ctx.enc = live->master_ctx.dec = NULL;
     }
     if (k->side_created) /* the failed rotation's new .scrypt goes: nothing depends on it */
-        (void)unlink(s->scrypt_path);
+        (void)pcb_sys_unlink(s->scrypt_path);
     k->side_created = 0;
     free_owned(live);
     *live = k->old; /* e.keyset points into *live again: copied from it */
