@@ -120,19 +120,51 @@ static int store_close(StoreObject *so)
     return 1;
 }
 
+/* PEP 442's finalizer, as CPython's io objects close in theirs: an unclosed
+ * store is closed here, while the object is still alive, so that a failure
+ * (applied changes that cannot be written) is reported with the object
+ * itself (PyErr_WriteUnraisable on a live object). Run once, by the garbage
+ * collector or from Store_dealloc; no call is in progress (each holds a
+ * reference). */
+static void Store_finalize(StoreObject *so)
+{
+    if (!so->sync_ready || pcb_store_object_closed(so))
+        return;
+    PyObject *exc_type, *exc, *tb;
+    PyErr_Fetch(&exc_type, &exc, &tb);
+    /* Never lose applied changes silently: they are flushed, or reported. */
+    if (!store_close(so))
+        PyErr_WriteUnraisable((PyObject *)so);
+    PyErr_Restore(exc_type, exc, tb);
+}
+
 static void Store_dealloc(StoreObject *so)
 {
+    /* The finalizer first (the object alive again while it runs); never
+     * PyErr_WriteUnraisable(so) from here, where the reference count is 0:
+     * the report's reference would free the object a second time. */
+    if (PyObject_CallFinalizerFromDealloc((PyObject *)so) < 0)
+        return; /* resurrected by the finalizer's report */
     PyTypeObject *tp = Py_TYPE(so);
     PyObject_GC_UnTrack(so);
     if (so->weakrefs)
         PyObject_ClearWeakRefs((PyObject *)so);
     if (so->store != NULL) {
-        /* Never lose applied changes: an unclosed store is flushed here
-         * (no call is in progress: each holds a reference). */
+        /* Only if the finalizer's close was interrupted (KeyboardInterrupt in
+         * its wait for another thread's call): closed now, a failure reported
+         * with no object (this one is being freed). */
+        pcb_status st = {0};
+        int ok;
         PyObject *exc_type, *exc, *tb;
         PyErr_Fetch(&exc_type, &exc, &tb);
-        if (!store_close(so))
-            PyErr_WriteUnraisable((PyObject *)so);
+        Py_BEGIN_ALLOW_THREADS
+        ok = pcb_store_close(so->store, &st);
+        Py_END_ALLOW_THREADS
+        so->store = NULL;
+        if (!ok) {
+            pcb_raise_status(PyType_GetModuleState(tp), &st);
+            PyErr_WriteUnraisable(NULL);
+        }
         PyErr_Restore(exc_type, exc, tb);
     }
     if (so->sync_ready) {
@@ -492,6 +524,7 @@ static PyType_Slot Store_slots[] = {
     {Py_tp_doc, (void *)Store_doc},
     {Py_tp_new, Store_new},
     {Py_tp_dealloc, Store_dealloc},
+    {Py_tp_finalize, Store_finalize},
     {Py_tp_traverse, Store_traverse},
     {Py_tp_methods, Store_methods},
     {Py_tp_getset, Store_getset},
