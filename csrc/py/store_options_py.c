@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "crypto/backend.h"
+#include "store/lock.h"
 #include "store/store.h"
 
 /* ------------------------------------------- the options' checks */
@@ -151,11 +152,12 @@ int pcb_store_open_parse(module_state *ms, PyObject *args, PyObject *kwargs, pcb
 
     if (!pcb_store_kwargs_parse(ms, PCB_STORE_CALL_OPEN, "Store", args, kwargs, &k))
         return 0;
-    if (!isfinite(k.lock_timeout) || k.lock_timeout < 0) {
+    if (!(k.lock_timeout >= 0 && k.lock_timeout <= PCB_LOCK_MAX_TIMEOUT)) { /* NaN too */
         PyObject *v = PyFloat_FromDouble(k.lock_timeout);
         if (v != NULL) {
-            PyErr_Format(PyExc_ValueError, "lock_timeout must be a finite number of seconds >= 0 "
-                         "(how long a write waits for another writer), got %R", v);
+            PyErr_Format(PyExc_ValueError, "lock_timeout must be a finite number of seconds "
+                         "from 0 to %d (how long a write waits for another writer), got %R",
+                         (int)PCB_LOCK_MAX_TIMEOUT, v);
             Py_DECREF(v);
         }
         return 0;

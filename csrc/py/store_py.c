@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/wait.h"
 #include "store/lock.h"
 #include "common/bytes.h"
 #include "crypto/backend.h"
@@ -84,9 +85,8 @@ static PyObject *Store_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 
     memset(&a, 0, sizeof a);
     if (pcb_store_open_parse(ms, args, kwargs, &a)) {
-        Py_BEGIN_ALLOW_THREADS
-        store = pcb_store_open(PyBytes_AS_STRING(a.path), &a.opt, &ms->cache, NULL, &st);
-        Py_END_ALLOW_THREADS
+        PCB_INTERRUPTIBLE(store = pcb_store_open(PyBytes_AS_STRING(a.path), &a.opt, &ms->cache,
+                                                 NULL, &st));
         if (store == NULL)
             pcb_raise_status(ms, &st);
         else
@@ -360,9 +360,7 @@ static PyObject *Store_flush(StoreObject *so, PyObject *Py_UNUSED(ignored))
     pcb_store *s = pcb_store_claim(so, &c, PCB_CLOSED_STORE_MSG);
     if (s == NULL)
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    ok = pcb_store_flush(s, &st);
-    Py_END_ALLOW_THREADS
+    PCB_INTERRUPTIBLE(ok = pcb_store_flush(s, &st));
     pcb_store_release(&c);
     if (!ok)
         return raise_st((PyObject *)so, &st);
@@ -407,9 +405,7 @@ static PyObject *Store_rotate(StoreObject *so, PyObject *args, PyObject *kwargs)
     if (ok) {
         opt.master_key_file = mk ? PyBytes_AS_STRING(mk) : NULL;
         opt.scrypt_n = scrypt_n;
-        Py_BEGIN_ALLOW_THREADS
-        ok = lazy ? pcb_store_rotate_lazy(s, &st) : pcb_store_rotate(s, &opt, &st);
-        Py_END_ALLOW_THREADS
+        PCB_INTERRUPTIBLE(ok = lazy ? pcb_store_rotate_lazy(s, &st) : pcb_store_rotate(s, &opt, &st));
         if (!ok)
             raise_st((PyObject *)so, &st);
     }
@@ -543,10 +539,10 @@ static PyType_Spec Store_spec = {
 
 /* ------------------------------------------------------------- module */
 
-/* The store's wait hooks: a thread that must wait for a store or editor
- * lock releases the GIL first if it marked itself as holding it
- * (PCB_WITH_GIL); the writer thread, and a caller that already released
- * it, hold none. Public API only: the mark is ours. */
+/* The store's wait hooks (common/wait.h): a thread that must wait for a
+ * store or editor lock releases the GIL first if it marked itself as
+ * holding it (PCB_WITH_GIL); the writer thread, and a caller that already
+ * released it, hold none. Public API only: the marks are ours. */
 static void *gil_wait_begin(void)
 {
     PyThreadState *ts = pcb_gil_holder;
@@ -562,11 +558,28 @@ static void gil_wait_end(void *token)
     pcb_gil_holder = (PyThreadState *)token;
 }
 
+/* Between two slices of a long wait (another writer's file lock): for a
+ * call marked PCB_INTERRUPTIBLE, the GIL taken back briefly and Python's
+ * signal handlers run (the main thread's; elsewhere PyErr_CheckSignals does
+ * nothing); nonzero when one raised, its exception left set for the caller.
+ * Every other thread (the writer, a close) waits on. */
+static int py_wait_interrupted(void)
+{
+    PyThreadState *ts = pcb_interruptible;
+    if (ts == NULL)
+        return 0;
+    PyEval_RestoreThread(ts);
+    int raised = PyErr_CheckSignals() < 0;
+    (void)PyEval_SaveThread();
+    return raised;
+}
+
 static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
 
 static void set_hooks(void)
 {
-    pcb_store_set_wait_hooks(gil_wait_begin, gil_wait_end);
+    const pcb_wait_hooks h = {gil_wait_begin, gil_wait_end, py_wait_interrupted};
+    pcb_wait_set_hooks(&h);
 }
 
 int pcb_store_types_exec(PyObject *module, module_state *ms)
