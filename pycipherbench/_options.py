@@ -116,7 +116,8 @@ OPTIONS: tuple[Option, ...] = (
          "derive the master key with scrypt instead of a key file", "open"),
     _opt("scrypt_n", "int", 0, "scrypt's N for a new store (0: 2**15)", "open"),
     _opt("lock_timeout", "float", 10.0,
-         "seconds a write waits for another writer's lock (0: try once)", "open"),
+         "seconds a write waits for another writer's lock (0: try once; at most 86400)",
+         "open"),
     # the workload point
     _opt("n_keys", "int", 1000, "entries in the store", "bench kernel", unless=_NOT_COLD),
     _opt("key_len", "int", 32, "characters of each entry's name", "bench kernel",

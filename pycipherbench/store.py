@@ -431,7 +431,10 @@ def open(  # noqa: A001 - the module's verb, as in io.open
         lock_timeout: seconds a write (commit, apply's background write, rotate,
             a new store's first write) waits for another writer's lock on
             ``<path>-lock`` before it fails with :class:`TimeoutError`; 0 tries
-            once. Reads never wait. See the README's "What the store promises".
+            once, at most 86400 (a day). Ctrl-C ends the wait of a commit, flush,
+            rotate or open at once (:class:`KeyboardInterrupt`, nothing written;
+            an interrupted commit keeps its changes in the editor). Reads never
+            wait. See the README's "What the store promises".
         crypto_backend: the library that seals and opens entries: ``"auto"``
             (default: pycipherbench's own AES-NI kernels, ``"floor"``, where
             the CPU has AES-NI and PCLMULQDQ and the options are lean with

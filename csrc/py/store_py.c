@@ -5,8 +5,11 @@
  * call follows the claim protocol of py/store_claim_py.c: a call counts
  * itself as a user before any Python code runs on its arguments, and
  * close() waits on a condition variable, GIL released, for other threads'
- * calls, refusing while this thread is inside one), the store's wait hooks
- * (release the GIL of a thread that waits for a store lock holding it), and
+ * calls, refusing while this thread is inside one; an unclosed store is
+ * closed by its PEP 442 finalizer, which reports a failure while the object
+ * is alive), the store's wait hooks (common/wait.h: release the GIL of a
+ * thread that waits for a store lock holding it; run the signal handlers
+ * of a PCB_INTERRUPTIBLE call waiting for another writer's file lock), and
  * the Store's own arguments (its options are py/store_options_py's). The Editor
  * type is py/editor_py.c. Values cross as ESP's plaintext serialization,
  * converted to and from Python by py/value_py. pycipherbench/store.py wraps
