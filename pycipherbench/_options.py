@@ -10,8 +10,8 @@ means something. What reads the table:
   ``_core.check_store_bench`` (call ``"kernel"``) are this table's names with this
   table's defaults; no format string or keyword list restates them. The import fails
   if an option here has no C conversion or C converts one that is not here.
-- :func:`pycipherbench.store.open` (``"open"``), :func:`~pycipherbench.store.bench`
-  and :func:`~pycipherbench.store.plan_bench` (``"bench"``) keep explicit, typed
+- :func:`pycipherbench.store.open` (``"open"``), :func:`~pycipherbench.store_bench.bench`
+  and :func:`~pycipherbench.store_bench.plan_bench` (``"bench"``) keep explicit, typed
   signatures, so mypy and IDEs see real types; ``tests/test_options.py`` checks that
   those signatures and ``_core.pyi`` say exactly what this table says (names, kinds,
   defaults, types), and prints the line to paste when they do not. Their bodies pass
@@ -61,7 +61,7 @@ REQUIRED: Any = _Required()
 #: The calls, and the functions that take each call's options.
 CALLS: dict[str, tuple[str, ...]] = {
     "open": ("pycipherbench.store.open", "pycipherbench._core.Store"),
-    "bench": ("pycipherbench.store.bench", "pycipherbench.store.plan_bench"),
+    "bench": ("pycipherbench.store_bench.bench", "pycipherbench.store_bench.plan_bench"),
     "kernel": ("pycipherbench._core.StoreKernel", "pycipherbench._core.check_store_bench"),
 }
 
