@@ -252,3 +252,10 @@ def test_lock_timeout_range_ends_are_accepted(tmp_path):
     for ok in (0, 0.0, 86400, 86400.0):
         with store.open(tmp_path / "x.xml", encrypted=False, lock_timeout=ok) as s:
             s.edit().put_int("n", 1).commit()
+
+
+def test_lock_timeout_past_any_float_is_a_value_error(tmp_path):
+    with pytest.raises(ValueError, match="lock_timeout.*finite"):
+        store.open(tmp_path / "x.xml", encrypted=False, lock_timeout=10**400)
+    with pytest.raises(TypeError):
+        store.open(tmp_path / "x.xml", encrypted=False, lock_timeout="10")

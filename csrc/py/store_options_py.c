@@ -278,8 +278,14 @@ static int convert(const conv *c, const char *func, PyObject *name, PyObject *v,
     }
     case CONV_FLOAT: {
         double d = PyFloat_AsDouble(v);
-        if (d == -1.0 && PyErr_Occurred())
+        if (d == -1.0 && PyErr_Occurred()) {
+            if (PyErr_ExceptionMatches(PyExc_OverflowError)) { /* an int past any float */
+                PyErr_Clear();
+                PyErr_Format(PyExc_ValueError, "%s() argument '%U' must be a finite number, "
+                             "got an int too large for a float", func, name);
+            }
             return 0;
+        }
         *(double *)at = d;
         return 1;
     }
