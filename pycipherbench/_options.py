@@ -10,8 +10,8 @@ means something. What reads the table:
   ``_core.check_store_bench`` (call ``"kernel"``) are this table's names with this
   table's defaults; no format string or keyword list restates them. The import fails
   if an option here has no C conversion or C converts one that is not here.
-- :func:`pycipherbench.store.open` (``"open"``), :func:`~pycipherbench.store.bench`
-  and :func:`~pycipherbench.store.plan_bench` (``"bench"``) keep explicit, typed
+- :func:`pycipherbench.store.open` (``"open"``), :func:`~pycipherbench.store_bench.bench`
+  and :func:`~pycipherbench.store_bench.plan_bench` (``"bench"``) keep explicit, typed
   signatures, so mypy and IDEs see real types; ``tests/test_options.py`` checks that
   those signatures and ``_core.pyi`` say exactly what this table says (names, kinds,
   defaults, types), and prints the line to paste when they do not. Their bodies pass
@@ -61,7 +61,7 @@ REQUIRED: Any = _Required()
 #: The calls, and the functions that take each call's options.
 CALLS: dict[str, tuple[str, ...]] = {
     "open": ("pycipherbench.store.open", "pycipherbench._core.Store"),
-    "bench": ("pycipherbench.store.bench", "pycipherbench.store.plan_bench"),
+    "bench": ("pycipherbench.store_bench.bench", "pycipherbench.store_bench.plan_bench"),
     "kernel": ("pycipherbench._core.StoreKernel", "pycipherbench._core.check_store_bench"),
 }
 
@@ -116,7 +116,8 @@ OPTIONS: tuple[Option, ...] = (
          "derive the master key with scrypt instead of a key file", "open"),
     _opt("scrypt_n", "int", 0, "scrypt's N for a new store (0: 2**15)", "open"),
     _opt("lock_timeout", "float", 10.0,
-         "seconds a write waits for another writer's lock (0: try once)", "open"),
+         "seconds a write waits for another writer's lock (0: try once; at most 86400)",
+         "open"),
     # the workload point
     _opt("n_keys", "int", 1000, "entries in the store", "bench kernel", unless=_NOT_COLD),
     _opt("key_len", "int", 32, "characters of each entry's name", "bench kernel",

@@ -5,7 +5,7 @@
 the time-stamp counter, the calibration settings) and the statistics derived
 from them. The kinds of result build on it with the parameters they really
 have: :class:`~pycipherbench.Measurement` (a cipher kernel) and
-:class:`~pycipherbench.store.StoreMeasurement` (a store workload).
+:class:`~pycipherbench.store_bench.StoreMeasurement` (a store workload).
 
 Samples are *rounds* (see :mod:`._rounds`): one calibrated sample per point per
 round, the points of a run interleaved in a fresh random order each round, so

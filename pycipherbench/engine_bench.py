@@ -18,7 +18,6 @@ page 1), ``open_cold`` (first launch: keys created, store created). String value
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 import random
@@ -27,13 +26,13 @@ import shutil
 import string
 import tempfile
 import time
-from typing import Any, cast
+from typing import Any
 
 from . import _options
 from . import engines
-from ._rounds import Plan, PointData, RunInfo, record_fields
+from ._rounds import PointData
 
-__all__ = ["PY_WORKLOADS", "plan_py"]
+__all__ = ["PY_WORKLOADS", "PyStorePoint", "py_point"]
 
 #: The workloads this level has (the C kernel's all/rotate/rotate_lazy are ESP's alone).
 PY_WORKLOADS = ("put", "get", "get_missing", "contains", "commit", "apply", "open_warm",
@@ -218,32 +217,11 @@ class PyStorePoint(ScratchPoint):
         self._record(blocked, durable, cpu, niv, blocked, canary)
 
 
-def _build(data: PointData, run: RunInfo, *, point: PyStorePoint, params: dict[str, Any],
-           min_time: float, repeats: int) -> Any:
-    from .store import StoreMeasurement, StoreParams  # noqa: F401 (StoreParams: the cast)
-
-    fields = record_fields(data, run, repeats=repeats)
-    fields["tsc_samples"] = None  # no TSC at the Python call
-    w = point.workload
-    durable = None
-    if w == "apply":
-        import numpy as np
-
-        durable = np.asarray(data.extra.get("durable_ns", []), dtype=np.float64)
-    payload = 0 if w in ("get_missing", "contains", "open_cold", "open_warm") else \
-        point.value_len * (point.batch if w in ("commit", "apply") else 1)
-    version = engines.engine_version(point.engine)
-    return StoreMeasurement(
-        workload=w, params=cast("StoreParams", params), payload=payload, hw_aes=True, hw_mask=None,
-        min_time=min_time, stages=None, heap_bytes=0, disk_bytes=point.disk_bytes,
-        entries=point.n_keys if w != "open_cold" else 0, durable_samples=durable,
-        engine=point.engine, level="python", engine_version=version, **fields)
-
-
-def plan_py(workload: str, engine: str, params: dict[str, Any], *, min_time: float,
-            warmup: float, repeats: int, stages: bool, directory: str | None) -> Plan:
-    """A Python-call-level point (what ``store.plan_bench`` makes for ``level="python"``
-    or an engine with only a Python binding)."""
+def py_point(workload: str, engine: str, params: dict[str, Any], *, min_time: float,
+             warmup: float, directory: str | None) -> PyStorePoint:
+    """A Python-call-level point, checked (what :func:`~pycipherbench.store_bench.plan_bench`
+    times for ``level="python"`` or an engine with only a Python binding; the record it
+    makes of the rounds is store_bench's)."""
     if workload not in PY_WORKLOADS:
         raise ValueError(f"workload={workload!r} is not timed at the Python call "
                          f"(engine={engine!r}); the Python level has {list(PY_WORKLOADS)}")
@@ -273,6 +251,4 @@ def plan_py(workload: str, engine: str, params: dict[str, Any], *, min_time: flo
                          value_len=params["value_len"], batch=params["batch"],
                          encrypted=params["encrypted"], options=options, min_time=min_time,
                          warmup=warmup, directory=directory)
-    build = functools.partial(_build, point=point, params=dict(params, stages=False),
-                              min_time=min_time, repeats=repeats)
-    return Plan(point, build)
+    return point

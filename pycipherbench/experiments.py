@@ -19,7 +19,7 @@ from ._record import Record
 from ._rounds import DEFAULT_ROUNDS, RunInfo, Workers, run_plans
 from .results import Results
 from .stats import paired_ratio, summarize_warnings
-from .store import StoreMeasurement
+from .store_bench import StoreMeasurement
 from .sweep import expand_grid
 
 # -- speed: article 003, "Speed Test of 10MB Data Enc/Decryption"

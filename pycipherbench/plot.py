@@ -24,7 +24,7 @@ from ._params import RUN_SETTINGS, param_names
 from ._record import Record
 from .results import Results
 from .stats import median_ci
-from .store import StoreMeasurement
+from .store_bench import StoreMeasurement
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

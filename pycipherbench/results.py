@@ -2,7 +2,7 @@
 
 A :class:`Results` holds, per point, the parameters that define it (``params``)
 and its record with the raw samples: a :class:`~pycipherbench.Measurement` for
-cipher sweeps, a :class:`~pycipherbench.store.StoreMeasurement` for store
+cipher sweeps, a :class:`~pycipherbench.store_bench.StoreMeasurement` for store
 sweeps. Rows are in the sweep's grid order, whatever order the points ran in.
 
 Missing parameters. A parameter that does not apply to a point (``rounds`` for
@@ -37,7 +37,7 @@ from .compare import Comparison, DifferentMachinesError, PointComparison
 from .compare import compare as _compare
 from .compare import ratios as _ratios
 from .stats import RUN_TO_RUN, MannWhitney, Ratio, mann_whitney_u, summarize_warnings
-from .store import StoreMeasurement
+from .store_bench import StoreMeasurement
 
 # Importable from here as before they moved: MISSING_INT, point_key, MACHINE_KEYS, machine_differences.
 from ._params import MISSING_INT, point_key  # noqa: F401

@@ -60,8 +60,8 @@ from ._record import Record
 from ._rounds import DEFAULT_ROUNDS, Plan, Workers, run_plans
 from .compare import machine_differences
 from .results import PathLike, Results, load_results
-from .store import bench as store_bench
-from .store import plan_bench
+from .store_bench import bench as store_bench
+from .store_bench import plan_bench
 
 __all__ = ["applies", "expand_grid", "run_points", "sweep"]
 
@@ -380,7 +380,7 @@ def sweep(
 
     Args:
         target: ``"cipher"`` (parameters of :func:`~pycipherbench.measure`) or
-            ``"store"`` (parameters of :func:`pycipherbench.store.bench`).
+            ``"store"`` (parameters of :func:`pycipherbench.store_bench.bench`, also ``store.bench``).
         **grid: a list sweeps a parameter (cartesian product of all lists), a
             scalar fixes it; ``min_time``, ``repeats``, ``warmup`` (store: also
             ``stages``, ``directory``) pass through to every measurement.

@@ -27,7 +27,9 @@ typedef enum {
     PCB_E_OS,          /* OSError with os_errno */
     PCB_E_PERMISSION,  /* PermissionError */
     PCB_E_FORMAT,      /* store.StoreFormatError */
-    PCB_E_RESERVED     /* store.ReservedNameError */
+    PCB_E_RESERVED,    /* store.ReservedNameError */
+    PCB_E_INTERRUPTED  /* the embedder gave up a wait (common/wait.h): py/ raises the
+                          signal handler's pending exception (KeyboardInterrupt) */
 } pcb_err;
 
 typedef struct {

@@ -140,9 +140,7 @@ static PyObject *editor_commit(EditorObject *eo, int sync)
     pcb_edit *e = editor_claim(eo, &c);
     if (e == NULL)
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    ok = pcb_edit_commit(e, sync, &st);
-    Py_END_ALLOW_THREADS
+    PCB_INTERRUPTIBLE(ok = pcb_edit_commit(e, sync, &st));
     pcb_store_release(&c);
     if (!ok)
         return raise_st((PyObject *)eo, &st);

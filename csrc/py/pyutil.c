@@ -18,6 +18,13 @@ PyObject *pcb_raise_status(module_state *ms, const pcb_status *st)
     case PCB_E_RESERVED: type = ms->ReservedNameError; break;
     case PCB_E_PERMISSION: type = PyExc_PermissionError; break;
     case PCB_E_MEMORY: return PyErr_NoMemory();
+    case PCB_E_INTERRUPTED:
+        /* A wait given up by the signal handler's exception (KeyboardInterrupt),
+         * set on this thread by the wait hook: it is the one raised. */
+        if (PyErr_Occurred())
+            return NULL;
+        type = PyExc_InterruptedError;
+        break;
     case PCB_E_OS: {
         /* OSError(errno, message) picks the right subclass (FileNotFoundError, ...). */
         PyObject *args = Py_BuildValue("(is)", st->os_errno, st->msg);

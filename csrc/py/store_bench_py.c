@@ -176,16 +176,25 @@ static int sk_close(StoreKernelObject *k)
     return ok;
 }
 
+/* PEP 442's finalizer: an unclosed instance is closed while the object is
+ * still alive, so a failure is reported with it (never from the dealloc,
+ * where the report's reference would free it a second time). */
+static void StoreKernel_finalize(StoreKernelObject *k)
+{
+    if (k->bench == NULL)
+        return;
+    PyObject *exc_type, *exc, *tb;
+    PyErr_Fetch(&exc_type, &exc, &tb);
+    if (!sk_close(k))
+        PyErr_WriteUnraisable((PyObject *)k);
+    PyErr_Restore(exc_type, exc, tb);
+}
+
 static void StoreKernel_dealloc(StoreKernelObject *k)
 {
+    if (PyObject_CallFinalizerFromDealloc((PyObject *)k) < 0)
+        return; /* resurrected by the finalizer's report */
     PyTypeObject *tp = Py_TYPE(k);
-    if (k->bench != NULL) {
-        PyObject *exc_type, *exc, *tb;
-        PyErr_Fetch(&exc_type, &exc, &tb);
-        if (!sk_close(k))
-            PyErr_WriteUnraisable((PyObject *)k);
-        PyErr_Restore(exc_type, exc, tb);
-    }
     Py_XDECREF(k->a.dir);
     tp->tp_free(k);
     Py_DECREF(tp);
@@ -326,6 +335,7 @@ static PyType_Slot StoreKernel_slots[] = {
     {Py_tp_doc, (void *)StoreKernel_doc},
     {Py_tp_new, StoreKernel_new},
     {Py_tp_dealloc, StoreKernel_dealloc},
+    {Py_tp_finalize, StoreKernel_finalize},
     {Py_tp_methods, StoreKernel_methods},
     {Py_tp_getset, StoreKernel_getset},
     {0, NULL},

@@ -18,6 +18,7 @@
 
 
 _Thread_local PyThreadState *pcb_gil_holder;
+_Thread_local PyThreadState *pcb_interruptible;
 static _Thread_local pcb_claim *claims; /* this thread's calls in progress, innermost first */
 
 /* mu, GIL held: try first, else release the GIL before blocking

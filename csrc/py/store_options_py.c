@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "crypto/backend.h"
+#include "store/lock.h"
 #include "store/store.h"
 
 /* ------------------------------------------- the options' checks */
@@ -151,11 +152,12 @@ int pcb_store_open_parse(module_state *ms, PyObject *args, PyObject *kwargs, pcb
 
     if (!pcb_store_kwargs_parse(ms, PCB_STORE_CALL_OPEN, "Store", args, kwargs, &k))
         return 0;
-    if (!isfinite(k.lock_timeout) || k.lock_timeout < 0) {
+    if (!(k.lock_timeout >= 0 && k.lock_timeout <= PCB_LOCK_MAX_TIMEOUT)) { /* NaN too */
         PyObject *v = PyFloat_FromDouble(k.lock_timeout);
         if (v != NULL) {
-            PyErr_Format(PyExc_ValueError, "lock_timeout must be a finite number of seconds >= 0 "
-                         "(how long a write waits for another writer), got %R", v);
+            PyErr_Format(PyExc_ValueError, "lock_timeout must be a finite number of seconds "
+                         "from 0 to %d (how long a write waits for another writer), got %R",
+                         (int)PCB_LOCK_MAX_TIMEOUT, v);
             Py_DECREF(v);
         }
         return 0;
@@ -276,8 +278,14 @@ static int convert(const conv *c, const char *func, PyObject *name, PyObject *v,
     }
     case CONV_FLOAT: {
         double d = PyFloat_AsDouble(v);
-        if (d == -1.0 && PyErr_Occurred())
+        if (d == -1.0 && PyErr_Occurred()) {
+            if (PyErr_ExceptionMatches(PyExc_OverflowError)) { /* an int past any float */
+                PyErr_Clear();
+                PyErr_Format(PyExc_ValueError, "%s() argument '%U' must be a finite number, "
+                             "got an int too large for a float", func, name);
+            }
             return 0;
+        }
         *(double *)at = d;
         return 1;
     }

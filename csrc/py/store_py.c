@@ -5,8 +5,11 @@
  * call follows the claim protocol of py/store_claim_py.c: a call counts
  * itself as a user before any Python code runs on its arguments, and
  * close() waits on a condition variable, GIL released, for other threads'
- * calls, refusing while this thread is inside one), the store's wait hooks
- * (release the GIL of a thread that waits for a store lock holding it), and
+ * calls, refusing while this thread is inside one; an unclosed store is
+ * closed by its PEP 442 finalizer, which reports a failure while the object
+ * is alive), the store's wait hooks (common/wait.h: release the GIL of a
+ * thread that waits for a store lock holding it; run the signal handlers
+ * of a PCB_INTERRUPTIBLE call waiting for another writer's file lock), and
  * the Store's own arguments (its options are py/store_options_py's). The Editor
  * type is py/editor_py.c. Values cross as ESP's plaintext serialization,
  * converted to and from Python by py/value_py. pycipherbench/store.py wraps
@@ -25,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/wait.h"
 #include "store/lock.h"
 #include "common/bytes.h"
 #include "crypto/backend.h"
@@ -84,9 +88,8 @@ static PyObject *Store_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 
     memset(&a, 0, sizeof a);
     if (pcb_store_open_parse(ms, args, kwargs, &a)) {
-        Py_BEGIN_ALLOW_THREADS
-        store = pcb_store_open(PyBytes_AS_STRING(a.path), &a.opt, &ms->cache, NULL, &st);
-        Py_END_ALLOW_THREADS
+        PCB_INTERRUPTIBLE(store = pcb_store_open(PyBytes_AS_STRING(a.path), &a.opt, &ms->cache,
+                                                 NULL, &st));
         if (store == NULL)
             pcb_raise_status(ms, &st);
         else
@@ -120,19 +123,51 @@ static int store_close(StoreObject *so)
     return 1;
 }
 
+/* PEP 442's finalizer, as CPython's io objects close in theirs: an unclosed
+ * store is closed here, while the object is still alive, so that a failure
+ * (applied changes that cannot be written) is reported with the object
+ * itself (PyErr_WriteUnraisable on a live object). Run once, by the garbage
+ * collector or from Store_dealloc; no call is in progress (each holds a
+ * reference). */
+static void Store_finalize(StoreObject *so)
+{
+    if (!so->sync_ready || pcb_store_object_closed(so))
+        return;
+    PyObject *exc_type, *exc, *tb;
+    PyErr_Fetch(&exc_type, &exc, &tb);
+    /* Never lose applied changes silently: they are flushed, or reported. */
+    if (!store_close(so))
+        PyErr_WriteUnraisable((PyObject *)so);
+    PyErr_Restore(exc_type, exc, tb);
+}
+
 static void Store_dealloc(StoreObject *so)
 {
+    /* The finalizer first (the object alive again while it runs); never
+     * PyErr_WriteUnraisable(so) from here, where the reference count is 0:
+     * the report's reference would free the object a second time. */
+    if (PyObject_CallFinalizerFromDealloc((PyObject *)so) < 0)
+        return; /* resurrected by the finalizer's report */
     PyTypeObject *tp = Py_TYPE(so);
     PyObject_GC_UnTrack(so);
     if (so->weakrefs)
         PyObject_ClearWeakRefs((PyObject *)so);
     if (so->store != NULL) {
-        /* Never lose applied changes: an unclosed store is flushed here
-         * (no call is in progress: each holds a reference). */
+        /* Only if the finalizer's close was interrupted (KeyboardInterrupt in
+         * its wait for another thread's call): closed now, a failure reported
+         * with no object (this one is being freed). */
+        pcb_status st = {0};
+        int ok;
         PyObject *exc_type, *exc, *tb;
         PyErr_Fetch(&exc_type, &exc, &tb);
-        if (!store_close(so))
-            PyErr_WriteUnraisable((PyObject *)so);
+        Py_BEGIN_ALLOW_THREADS
+        ok = pcb_store_close(so->store, &st);
+        Py_END_ALLOW_THREADS
+        so->store = NULL;
+        if (!ok) {
+            pcb_raise_status(PyType_GetModuleState(tp), &st);
+            PyErr_WriteUnraisable(NULL);
+        }
         PyErr_Restore(exc_type, exc, tb);
     }
     if (so->sync_ready) {
@@ -328,9 +363,7 @@ static PyObject *Store_flush(StoreObject *so, PyObject *Py_UNUSED(ignored))
     pcb_store *s = pcb_store_claim(so, &c, PCB_CLOSED_STORE_MSG);
     if (s == NULL)
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    ok = pcb_store_flush(s, &st);
-    Py_END_ALLOW_THREADS
+    PCB_INTERRUPTIBLE(ok = pcb_store_flush(s, &st));
     pcb_store_release(&c);
     if (!ok)
         return raise_st((PyObject *)so, &st);
@@ -375,9 +408,7 @@ static PyObject *Store_rotate(StoreObject *so, PyObject *args, PyObject *kwargs)
     if (ok) {
         opt.master_key_file = mk ? PyBytes_AS_STRING(mk) : NULL;
         opt.scrypt_n = scrypt_n;
-        Py_BEGIN_ALLOW_THREADS
-        ok = lazy ? pcb_store_rotate_lazy(s, &st) : pcb_store_rotate(s, &opt, &st);
-        Py_END_ALLOW_THREADS
+        PCB_INTERRUPTIBLE(ok = lazy ? pcb_store_rotate_lazy(s, &st) : pcb_store_rotate(s, &opt, &st));
         if (!ok)
             raise_st((PyObject *)so, &st);
     }
@@ -492,6 +523,7 @@ static PyType_Slot Store_slots[] = {
     {Py_tp_doc, (void *)Store_doc},
     {Py_tp_new, Store_new},
     {Py_tp_dealloc, Store_dealloc},
+    {Py_tp_finalize, Store_finalize},
     {Py_tp_traverse, Store_traverse},
     {Py_tp_methods, Store_methods},
     {Py_tp_getset, Store_getset},
@@ -510,10 +542,10 @@ static PyType_Spec Store_spec = {
 
 /* ------------------------------------------------------------- module */
 
-/* The store's wait hooks: a thread that must wait for a store or editor
- * lock releases the GIL first if it marked itself as holding it
- * (PCB_WITH_GIL); the writer thread, and a caller that already released
- * it, hold none. Public API only: the mark is ours. */
+/* The store's wait hooks (common/wait.h): a thread that must wait for a
+ * store or editor lock releases the GIL first if it marked itself as
+ * holding it (PCB_WITH_GIL); the writer thread, and a caller that already
+ * released it, hold none. Public API only: the marks are ours. */
 static void *gil_wait_begin(void)
 {
     PyThreadState *ts = pcb_gil_holder;
@@ -529,11 +561,28 @@ static void gil_wait_end(void *token)
     pcb_gil_holder = (PyThreadState *)token;
 }
 
+/* Between two slices of a long wait (another writer's file lock): for a
+ * call marked PCB_INTERRUPTIBLE, the GIL taken back briefly and Python's
+ * signal handlers run (the main thread's; elsewhere PyErr_CheckSignals does
+ * nothing); nonzero when one raised, its exception left set for the caller.
+ * Every other thread (the writer, a close) waits on. */
+static int py_wait_interrupted(void)
+{
+    PyThreadState *ts = pcb_interruptible;
+    if (ts == NULL)
+        return 0;
+    PyEval_RestoreThread(ts);
+    int raised = PyErr_CheckSignals() < 0;
+    (void)PyEval_SaveThread();
+    return raised;
+}
+
 static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
 
 static void set_hooks(void)
 {
-    pcb_store_set_wait_hooks(gil_wait_begin, gil_wait_end);
+    const pcb_wait_hooks h = {gil_wait_begin, gil_wait_end, py_wait_interrupted};
+    pcb_wait_set_hooks(&h);
 }
 
 int pcb_store_types_exec(PyObject *module, module_state *ms)

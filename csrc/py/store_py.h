@@ -80,6 +80,26 @@ extern _Thread_local PyThreadState *pcb_gil_holder;
         pcb_gil_holder = pcb_prev_holder_;                   \
     } while (0)
 
+/* A store call that may wait for another writer's file lock (commit, flush,
+ * rotate, open) runs stmt with the GIL released and marks this thread as
+ * interruptible: while it waits, the wait's interrupted() hook
+ * (common/wait.h, installed by store_py.c) takes the GIL back briefly every
+ * 0.05 s and runs Python's signal handlers; one that raises (Ctrl-C:
+ * KeyboardInterrupt) ends the wait, the call fails with PCB_E_INTERRUPTED
+ * and pcb_raise_status leaves the handler's exception set. Calls wrapped in
+ * Py_BEGIN_ALLOW_THREADS, or PCB_WITH_GIL, and the writer thread, are never
+ * interrupted. Thread-local. */
+extern _Thread_local PyThreadState *pcb_interruptible;
+#define PCB_INTERRUPTIBLE(stmt)                              \
+    do {                                                     \
+        PyThreadState *pcb_prev_ts_ = pcb_interruptible;     \
+        PyThreadState *pcb_ts_ = PyEval_SaveThread();        \
+        pcb_interruptible = pcb_ts_;                         \
+        stmt;                                                \
+        pcb_interruptible = pcb_prev_ts_;                    \
+        PyEval_RestoreThread(pcb_ts_);                       \
+    } while (0)
+
 static inline module_state *pcb_type_state(PyObject *self)
 {
     return (module_state *)PyType_GetModuleState(Py_TYPE(self));

@@ -602,11 +602,36 @@ static int commit_async(pcb_store *s, const edit_batch *b, pcb_status *st)
     return ok;
 }
 
+/* An interrupted commit (the embedder gave up its wait for the file lock,
+ * common/wait.h: nothing applied, nothing written) gives its batch back to
+ * the editor, before what was put since, so commit() again writes it all
+ * (e->lock). Its key generation is the older one: a
+ * rotation since re-encrypts every op at the next commit. Out of memory for
+ * the joined log, the batch goes, as a failed commit's does. */
+static void give_back_batch(pcb_edit *e, edit_batch *b)
+{
+    pcb_lock_mutex(&e->lock);
+    if (e->ops.len == 0 || (pcb_buf_append(&b->ops, e->ops.data, e->ops.len), !b->ops.failed)) {
+        size_t n = 0;
+        for (size_t off = 0; off < b->ops.len; off += op_at(&b->ops, off).size)
+            n++;
+        pcb_buf_free(&e->ops);
+        e->ops = b->ops;
+        pcb_buf_init(&b->ops);
+        e->n_ops = n;
+        e->clear |= b->clear;
+        e->key_gen = b->key_gen;
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
 int pcb_edit_commit(pcb_edit *e, int sync, pcb_status *st)
 {
     edit_batch b;
     take_batch(e, &b);
     int ok = sync ? commit_sync(e->s, &b, st) : commit_async(e->s, &b, st);
+    if (!ok && st->code == PCB_E_INTERRUPTED)
+        give_back_batch(e, &b);
     pcb_buf_free(&b.ops);
     return ok;
 }

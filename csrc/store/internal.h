@@ -66,6 +66,7 @@
 #include "common/buf.h"
 #include "common/status.h"
 #include "common/timing.h"
+#include "common/wait.h"
 #include "crypto/evp.h"
 #include "crypto/siv.h"
 #include "format/tinkpb.h"
@@ -211,19 +212,15 @@ struct pcb_edit {
     pcb_edit *fork_prev, *fork_next; /* every editor, for the fork handler (store.c) */
 };
 
-/* The embedder's wait hooks (pcb_store_set_wait_hooks, store.c). */
-extern void *(*pcb_wait_begin)(void);
-extern void (*pcb_wait_end)(void *);
-
-/* Locks m: at once if free, else around the wait hooks. */
+/* Locks m: at once if free, else around the embedder's wait hooks
+ * (common/wait.h). */
 static inline void pcb_lock_mutex(pthread_mutex_t *m)
 {
     if (pthread_mutex_trylock(m) == 0)
         return;
-    void *token = pcb_wait_begin != NULL ? pcb_wait_begin() : NULL;
+    void *token = pcb_wait_begin();
     pthread_mutex_lock(m);
-    if (token != NULL)
-        pcb_wait_end(token);
+    pcb_wait_end(token);
 }
 
 /* Lock rules are asserted in debug builds (PCB_ASSERTS: setup.py's
@@ -273,6 +270,24 @@ static inline void pcb_store_wait(pcb_store *s)
     PCB_DISOWN_(s->lock_owner, s->lock_owned);
     pthread_cond_wait(&s->cond, &s->lock);
     PCB_OWN_(s->lock_owner, s->lock_owned);
+}
+/* pcb_store_wait for a wait that may be long (flush waiting for the
+ * writer, which may wait for another writer's file lock): in slices, the
+ * embedder asked between two without the lock (common/wait.h). 1 (check
+ * the predicate again), or 0 when the embedder gave up; the lock is held
+ * again either way, and may have been let go meanwhile. */
+static inline int pcb_store_wait_interruptible(pcb_store *s)
+{
+    PCB_ASSERT_STORE_OK(s);
+    PCB_DISOWN_(s->lock_owner, s->lock_owned);
+    int ran_out = pcb_wait_cond_slice(&s->cond, &s->lock);
+    PCB_OWN_(s->lock_owner, s->lock_owned);
+    if (!ran_out)
+        return 1;
+    pcb_store_unlock(s);
+    int stop = pcb_wait_interrupted();
+    pcb_store_lock(s);
+    return !stop;
 }
 /* io_lock: one file write at a time; taken before the store's lock. */
 static inline void pcb_io_lock(pcb_store *s)

@@ -19,6 +19,7 @@
 #include "common/bytes.h"
 #include "common/sys.h"
 #include "common/timing.h"
+#include "common/wait.h"
 
 /* Which lock (see lock.h): OFD where the headers have it, unless the build
  * forces the fallbacks (-DPCB_FORCE_FALLBACKS: flock, and seconds-only
@@ -203,35 +204,60 @@ int pcb_lock_acquire(const char *lock_path, double timeout_s, int *fd, pcb_statu
     int f = open_tracked(lock_path);
     if (f < 0)
         return pcb_fail_os(st, "cannot open the store's lock file %s", lock_path);
+    /* The limit in whole ns, bounded before the conversion (NaN: try once). */
+    const double t = timeout_s > PCB_LOCK_MAX_TIMEOUT ? PCB_LOCK_MAX_TIMEOUT
+                     : timeout_s > 0 ? timeout_s : 0;
+    const uint64_t limit_ns = (uint64_t)(t * 1e9);
     const uint64_t start = pcb_clock_ns();
-    const double limit_ns = isfinite(timeout_s) && timeout_s > 0 ? timeout_s * 1e9 : 0;
-    long sleep_ns = 100000; /* 0.1 ms, doubling up to 10 ms */
+    uint64_t asked = start; /* when interrupted() was last asked */
+    long sleep_ns = 100000; /* 0.1 ms, doubling up to 10 ms (<= PCB_WAIT_SLICE_NS) */
+    int woken = 0, began = 0, r;
+    void *token = NULL;
     for (;;) {
-        int r = try_lock(f);
-        if (r == 1) {
-            *fd = f;
-            return 1;
-        }
-        if (r < 0) {
-            int err = errno;
-            close_tracked(f);
-            errno = err;
-            return pcb_fail_os(st, "cannot lock the store's lock file %s", lock_path);
-        }
-        double waited = (double)(pcb_clock_ns() - start);
+        if ((r = try_lock(f)) != 0)
+            break;
+        const uint64_t now = pcb_clock_ns(), waited = now - start;
         if (waited >= limit_ns) {
-            close_tracked(f);
-            errno = ETIMEDOUT;
-            return pcb_fail_os(st, "another writer held the store's lock file %s for %.3g s "
-                               "(lock_timeout); nothing was written", lock_path, waited / 1e9);
+            r = -2;
+            break;
         }
-        double left = limit_ns - waited;
-        struct timespec ts = {0, (double)sleep_ns < left ? sleep_ns : (long)left + 1};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
+        if (!began) { /* a wait, not one attempt: the embedder's hooks (the GIL) */
+            token = pcb_wait_begin();
+            began = 1;
+        }
+        if (woken || now - asked >= PCB_WAIT_CHECK_NS) {
+            asked = now;
+            if (pcb_wait_interrupted()) {
+                r = -3;
+                break;
+            }
+        }
+        const uint64_t left = limit_ns - waited;
+        struct timespec ts = {0, (uint64_t)sleep_ns < left ? sleep_ns : (long)left + 1};
+        /* A signal ends the sleep: the embedder is asked at once. */
+        woken = nanosleep(&ts, NULL) != 0 && errno == EINTR;
         if (sleep_ns < 10000000)
             sleep_ns *= 2;
     }
+    int err = errno;
+    if (began)
+        pcb_wait_end(token);
+    if (r == 1) {
+        *fd = f;
+        return 1;
+    }
+    close_tracked(f);
+    if (r == -3)
+        return pcb_fail(st, PCB_E_INTERRUPTED, "interrupted while waiting for another writer's "
+                        "lock on %s; nothing was written", lock_path);
+    if (r == -2) {
+        errno = ETIMEDOUT;
+        return pcb_fail_os(st, "another writer held the store's lock file %s for %.3g s "
+                           "(lock_timeout); nothing was written", lock_path,
+                           (double)(pcb_clock_ns() - start) / 1e9);
+    }
+    errno = err;
+    return pcb_fail_os(st, "cannot lock the store's lock file %s", lock_path);
 }
 
 void pcb_lock_release(int fd)

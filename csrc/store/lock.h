@@ -9,7 +9,10 @@
  * description per acquisition, so two Store objects of one process exclude
  * each other, and a holder that dies releases it; the wait, which polls
  * with a growing sleep (0.1 ms doubling up to 10 ms) until the timeout, as
- * SQLite's busy handler does, and never waits forever; the change counter,
+ * SQLite's busy handler does, and never waits forever (the timeout is
+ * capped at PCB_LOCK_MAX_TIMEOUT); while it waits it runs the embedder's
+ * wait hooks (common/wait.h: py/ releases the GIL) and asks at least every
+ * PCB_WAIT_CHECK_NS whether to give up (py/: Ctrl-C); the change counter,
  * 8 little-endian bytes at the start of the lock file, bumped by each writer
  * after its rename; and a file's identity (device, inode, size, mtime).
  *
@@ -49,6 +52,7 @@
 
 #define PCB_LOCK_SUFFIX "-lock"
 #define PCB_LOCK_DEFAULT_TIMEOUT 10.0 /* seconds */
+#define PCB_LOCK_MAX_TIMEOUT 86400.0   /* seconds: the longest lock_timeout accepted (a day) */
 
 /* A file as last seen: what changes when any writer replaces it. */
 typedef struct {
@@ -65,7 +69,9 @@ int pcb_file_id_same(const pcb_file_id *a, const pcb_file_id *b);
  * through a symbolic link), waiting at most timeout_s seconds: *fd gets the
  * descriptor that holds it (close-on-exec, closed in a forked child). 1, or 0
  * with st set: TimeoutError (PCB_E_OS, ETIMEDOUT) naming the lock file when
- * another writer held it all along, an OSError when it cannot be opened. */
+ * another writer held it all along, PCB_E_INTERRUPTED when the embedder gave
+ * the wait up (common/wait.h; no lock taken), an OSError when it cannot be
+ * opened. */
 int pcb_lock_acquire(const char *lock_path, double timeout_s, int *fd, pcb_status *st);
 /* Releases the lock: the descriptor is forgotten and closed. */
 void pcb_lock_release(int fd);

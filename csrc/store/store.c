@@ -29,16 +29,7 @@ int pcb_store_is_reserved(const char *name, size_t len)
     return pcb_reserved_name(name, len);
 }
 
-/* ------------------------------------------------------- waits, fork */
-
-void *(*pcb_wait_begin)(void);
-void (*pcb_wait_end)(void *);
-
-void pcb_store_set_wait_hooks(void *(*begin)(void), void (*end)(void *))
-{
-    pcb_wait_begin = begin;
-    pcb_wait_end = end;
-}
+/* ------------------------------------------------------- fork */
 
 /* Every open store, so that a forked child can make them its own. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -294,7 +285,11 @@ int pcb_store_flush(pcb_store *s, pcb_status *st)
     pcb_store_lock(s);
     const uint64_t target = pcb_txn_mem_gen(s);
     while (s->writer_started && !s->writer_stop && pcb_txn_flushing(s, target))
-        pcb_store_wait(s);
+        if (!pcb_store_wait_interruptible(s)) { /* Ctrl-C (common/wait.h) */
+            pcb_store_unlock(s);
+            return pcb_fail(st, PCB_E_INTERRUPTED, "interrupted while waiting for the "
+                            "background write; the applied changes stay pending");
+        }
     int pending = !pcb_txn_on_disk(s, target);
     pcb_store_unlock(s);
     return !pending || pcb_txn_write_pending(s, 1, st);

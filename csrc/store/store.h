@@ -164,11 +164,9 @@ void pcb_store_crypto_libraries(const pcb_store *s, const char **names, const ch
 int pcb_store_stage_floor(pcb_store *s, int put, size_t name_len, size_t value_len, uint64_t n,
                           uint64_t *siv_ns, uint64_t *aead_ns, pcb_status *st);
 
-/* The embedder's hooks around a wait for a store or editor lock that is
- * busy (process-wide; set once, before any store opens): begin returns a
- * token (NULL: nothing to undo) that end gets back after the wait. py/ uses
- * them to release the GIL, so no thread waits for a store lock holding it. */
-void pcb_store_set_wait_hooks(void *(*begin)(void), void (*end)(void *));
+/* A wait for a store or editor lock that is busy, or for another writer's
+ * file lock, runs the embedder's hooks (common/wait.h: py/ releases the GIL,
+ * and gives up a file-lock wait on Ctrl-C: PCB_E_INTERRUPTED). */
 
 /* 1 if opt's crypto_backend has what opt needs (always for OpenSSL), else 0
  * with st set (PCB_E_VALUE naming the backends that have it); open checks it. */
