@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +54,18 @@ typedef struct {
 
 struct pcb_mmkv {
     pthread_mutex_t mu;
+    char *path, *meta_path; /* for messages */
     int fd, meta_fd;
+    /* Set once a store into a mapping faulted or the file was found cut
+     * below its mapping: every later call but close refuses (OSError). */
+    int broken;
+    /* What a guarded section allocated, freed by the fault path (a
+     * siglongjmp skips the section's own frees): write_back's record
+     * buffer and table, get's copy, load's decrypt context. */
+    uint8_t *scratch;
+    size_t scratch_len;
+    ent *scratch_tab;
+    EVP_CIPHER_CTX *dec;
     uint8_t *map, *meta;
     size_t map_size;
     uint32_t actual, crc, seq;
@@ -248,20 +261,223 @@ static int emit(pcb_mmkv *m, uint32_t at, const uint8_t *p, size_t n, pcb_status
     return 1;
 }
 
+/* ---- the SIGBUS guard
+ *
+ * A load from or a store into a MAP_SHARED page that the file no longer
+ * backs raises SIGBUS: another process truncated the file, or a file system
+ * that cannot reserve blocks (pcb_sys_fallocate's sparse fallback) found the
+ * disk full. Every access to the two mappings runs in a guarded section: the
+ * thread's recovery point (bus_armed: thread-local, initial-exec on ELF so
+ * the handler's read is a plain load) is set around it, and the handler
+ * siglongjmps there when the signal is a hardware fault (si_code > 0) at an
+ * address inside that handle's mappings. Any other SIGBUS, in any thread, goes
+ * where it went before: to the previous handler (called with its own
+ * SA_SIGINFO convention; Python's faulthandler is one), or to the default
+ * action (a hardware fault re-runs and dies of it; a sent signal is raised
+ * again). The handler is put on top at each open if it is not there (so a
+ * faulthandler.enable() after the first open is chained too).
+ *
+ * What a section must respect: no lock but the handle's mutex is held
+ * across an access (malloc and OpenSSL never run ON a mapped page, so a jump
+ * never leaves them mid-call holding their locks); what it allocates is
+ * recorded in the handle's scratch fields for the fault path to free; after
+ * a fault the handle is broken (a jump may leave a write-back half done or
+ * the cipher stream mid-block), and refuses every call but close. The
+ * file itself keeps its last complete state (the meta and the header are
+ * written last), unless the fault cut a write-back short. */
+typedef struct {
+    sigjmp_buf env;
+    pcb_mmkv *m;
+} bus_guard;
+
+#if defined(__ELF__) && (defined(__GNUC__) || defined(__clang__))
+#define PCB_MMKV_TLS_IE __attribute__((tls_model("initial-exec")))
+#else
+#define PCB_MMKV_TLS_IE
+#endif
+static __thread bus_guard *bus_armed PCB_MMKV_TLS_IE;
+static struct sigaction bus_prev; /* written under bus_mu, before ours is installed */
+static pthread_mutex_t bus_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int in_mappings(const pcb_mmkv *m, const void *addr)
+{
+    uintptr_t a = (uintptr_t)addr;
+    return (m->map != NULL && a - (uintptr_t)m->map < m->map_size)
+           || (m->meta != NULL && a - (uintptr_t)m->meta < META_SIZE);
+}
+
+/* The default action: a sent signal is raised again (SA_NODEFER: delivered
+ * at once); a fault is left to re-run and kill with its own address. */
+static void bus_default(int sig, const siginfo_t *info)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    if (info == NULL || info->si_code <= 0)
+        raise(sig);
+}
+
+static void bus_handler(int sig, siginfo_t *info, void *ctx)
+{
+    bus_guard *g = bus_armed;
+    int fault = info != NULL && info->si_code > 0;
+    if (g != NULL && fault && in_mappings(g->m, info->si_addr)) {
+        bus_armed = NULL;
+        siglongjmp(g->env, 1);
+    }
+    const struct sigaction *p = &bus_prev;
+    if (p->sa_flags & SA_SIGINFO) {
+        if (p->sa_sigaction != NULL) {
+            p->sa_sigaction(sig, info, ctx);
+            return;
+        }
+    } else if (p->sa_handler == SIG_IGN && !fault) {
+        return; /* ignored, as before (a fault cannot be ignored: the kernel kills) */
+    } else if (p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN) {
+        p->sa_handler(sig);
+        return;
+    }
+    bus_default(sig, info);
+}
+
+/* Puts bus_handler on top of SIGBUS unless it is there. */
+static void bus_install(void)
+{
+    pthread_mutex_lock(&bus_mu);
+    struct sigaction cur;
+    if (sigaction(SIGBUS, NULL, &cur) == 0
+        && !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == bus_handler)) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = bus_handler;
+        /* NODEFER: the jump (sigsetjmp without a mask: no system call per
+         * section) leaves SIGBUS unblocked; ONSTACK: the alternate stack
+         * where one is set, as faulthandler asks for its own handler. */
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        bus_prev = cur;
+        sigaction(SIGBUS, &sa, NULL);
+    }
+    pthread_mutex_unlock(&bus_mu);
+}
+
+static inline void bus_arm(bus_guard *g)
+{
+    bus_armed = g;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* no access moves above */
+}
+
+static inline void bus_disarm(void)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* nor below */
+    bus_armed = NULL;
+}
+
+/* A section's recovery point: `if (BUS_GUARD(g, m)) { fault path } else
+ * { bus_arm(&g); ...; bus_disarm(); }` (sigsetjmp must be in the frame that
+ * stays alive). */
+#define BUS_GUARD(g, handle) ((g).m = (handle), sigsetjmp((g).env, 0) != 0)
+
+static void scratch_free(pcb_mmkv *m)
+{
+    if (m->scratch != NULL) {
+        OPENSSL_cleanse(m->scratch, m->scratch_len);
+        free(m->scratch);
+    }
+    m->scratch = NULL, m->scratch_len = 0;
+    free(m->scratch_tab);
+    m->scratch_tab = NULL;
+    EVP_CIPHER_CTX_free(m->dec);
+    m->dec = NULL;
+}
+
+/* 1 if both files are at least as long as their mappings; else the handle
+ * is broken and 0 with *st: OSError (ESTALE) naming the file. */
+static int check_size(pcb_mmkv *m, pcb_status *st)
+{
+    struct stat sb;
+    const char *what[2] = {m->path, m->meta_path};
+    int fds[2] = {m->fd, m->meta_fd};
+    size_t sizes[2] = {m->map_size, META_SIZE};
+    for (int i = 0; i < 2; i++) {
+        if (pcb_sys_fstat(fds[i], &sb) != 0)
+            return pcb_fail_os(st, "mmkv model: cannot stat %s", what[i]);
+        if ((uint64_t)sb.st_size < sizes[i]) {
+            m->broken = 1;
+            errno = ESTALE;
+            return pcb_fail_os(st, "mmkv model: %s was truncated by another process to %lld bytes, "
+                               "below the %zu bytes mapped; its records there are gone and the "
+                               "handle refuses every call but close (reopen it)",
+                               what[i], (long long)sb.st_size, sizes[i]);
+        }
+    }
+    return 1;
+}
+
+/* The fault path: what the section allocated freed, the handle broken, and
+ * the cause said (a truncated file, else a page its file system could not
+ * back). 0 with *st. */
+static int bus_failed(pcb_mmkv *m, const char *during, pcb_status *st)
+{
+    scratch_free(m);
+    m->broken = 1;
+    if (!check_size(m, st))
+        return 0; /* cut below the mapping (ESTALE), or fstat failed */
+    errno = EIO;
+    return pcb_fail_os(st, "mmkv model: %s faulted (SIGBUS) on a page of %s or %s although both "
+                       "files are whole: their file system could not back the page (a full disk "
+                       "where blocks cannot be reserved, or an I/O error); the handle refuses "
+                       "every call but close", during, m->path, m->meta_path);
+}
+
+static int refuse_broken(pcb_mmkv *m, pcb_status *st)
+{
+    errno = EIO;
+    return pcb_fail_os(st, "mmkv model: %s is unusable since its mapping faulted or the file was "
+                       "truncated by another process; close it and reopen", m->path);
+}
+
+/* ---- growing a file: its blocks reserved */
+
+/* fd's file made `size` bytes with every block allocated (a full disk or
+ * RLIMIT_FSIZE fail here, before any store into the mapping); on failure
+ * the file is cut back to `old` bytes (what a partial reservation added is
+ * released) and 0 with *st names path. */
+static int reserve(int fd, size_t old, size_t size, const char *path, pcb_status *st)
+{
+    int rc = pcb_sys_fallocate(fd, 0, (off_t)size);
+    if (rc == 0)
+        return 1;
+    struct stat sb;
+    if (pcb_sys_fstat(fd, &sb) == 0 && (uint64_t)sb.st_size > old)
+        (void)pcb_sys_ftruncate(fd, (off_t)old);
+    errno = rc;
+    return pcb_fail_os(st, "mmkv model: cannot reserve %zu bytes for %s", size, path);
+}
+
+/* The data file grown to size, remapped; the plaintext copy grown with it.
+ * On failure nothing of the model changed (the file is cut back). */
 static int remap(pcb_mmkv *m, size_t size, pcb_status *st)
 {
-    if (pcb_sys_ftruncate(m->fd, (off_t)size) != 0)
-        return pcb_fail_os(st, "mmkv model: growing the file to %zu bytes", size);
+    uint8_t *q = NULL;
+    if (m->encrypted && !(q = malloc(size - 4)))
+        return pcb_oom(st);
+    if (!reserve(m->fd, m->map_size, size, m->path, st)) {
+        free(q);
+        return 0;
+    }
     void *p = pcb_sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
-    if (p == MAP_FAILED)
-        return pcb_fail_os(st, "mmkv model: mmap of %zu bytes", size);
+    if (p == MAP_FAILED) {
+        pcb_fail_os(st, "mmkv model: mmap of %zu bytes of %s", size, m->path);
+        free(q);
+        return 0;
+    }
     if (m->map)
         munmap(m->map, m->map_size);
     m->map = p, m->map_size = size;
     if (m->encrypted) {
-        uint8_t *q = malloc(size - 4);
-        if (!q)
-            return pcb_oom(st);
         if (m->plain) {
             copy_bytes(q, m->plain, m->actual);
             OPENSSL_cleanse(m->plain, m->actual);
@@ -273,7 +489,8 @@ static int remap(pcb_mmkv *m, size_t size, pcb_status *st)
 }
 
 /* Full write-back: the live records (but `skip`'s) from the start, the file doubled
- * until they and `need` more bytes fit, a new IV and sequence number. */
+ * until they and `need` more bytes fit, a new IV and sequence number. In a
+ * guarded section (its buffer and table are the handle's scratch). */
 static int write_back(pcb_mmkv *m, const uint8_t *skip, size_t skip_len, size_t need,
                       pcb_status *st)
 {
@@ -290,10 +507,19 @@ static int write_back(pcb_mmkv *m, const uint8_t *skip, size_t skip_len, size_t 
             return pcb_fail(st, PCB_E_VALUE, "mmkv model: over %u bytes of content", MAX_CONTENT);
         size *= 2;
     }
-    uint8_t *buf = malloc(total);
-    ent *tab = calloc(m->tab_cap, sizeof *tab);
+    /* Another process cutting the file is seen here, before the file is
+     * grown back over the hole (a system call the write-back makes anyway). */
+    if (!check_size(m, st))
+        return 0;
+    uint8_t iv[16];
+    if (m->encrypted && RAND_bytes(iv, 16) != 1)
+        return pcb_fail_openssl(st, "mmkv model: a new IV");
+    m->scratch = malloc(total), m->scratch_len = total;
+    m->scratch_tab = calloc(m->tab_cap, sizeof *m->scratch_tab);
+    uint8_t *buf = m->scratch;
+    ent *tab = m->scratch_tab;
     if (!buf || !tab) {
-        free(buf), free(tab);
+        scratch_free(m);
         return pcb_oom(st);
     }
     size_t pos = put_varint(buf, HOLDER), n = 0;
@@ -313,20 +539,21 @@ static int write_back(pcb_mmkv *m, const uint8_t *skip, size_t skip_len, size_t 
             j = (j + 1) & mask;
         tab[j] = ne, n++;
     }
-    int ok = size == m->map_size || remap(m, size, st);
-    if (ok && m->encrypted)
-        ok = RAND_bytes(m->iv, 16) == 1 || pcb_fail_openssl(st, "mmkv model: a new IV");
-    uint32_t old = m->actual;
-    if (ok) {
-        m->actual = 0;
-        ok = !m->encrypted || cipher_at(m, 0, st);
+    /* The grow first: a full disk fails it with nothing of the model changed. */
+    if (size != m->map_size && !remap(m, size, st)) {
+        scratch_free(m);
+        return 0;
     }
-    if (ok)
-        ok = emit(m, 0, buf, total, st);
-    OPENSSL_cleanse(buf, total);
-    free(buf);
-    if (!ok) {
-        free(tab);
+    uint32_t old = m->actual;
+    if (m->encrypted) {
+        memcpy(m->iv, iv, 16);
+        OPENSSL_cleanse(iv, sizeof iv);
+    }
+    m->actual = 0;
+    int ok = (!m->encrypted || cipher_at(m, 0, st)) && emit(m, 0, buf, total, st);
+    if (!ok) { /* OpenSSL failed mid-rewrite: the content is no longer the table's */
+        scratch_free(m);
+        m->broken = 1;
         return 0;
     }
     if (old > total) {
@@ -334,6 +561,10 @@ static int write_back(pcb_mmkv *m, const uint8_t *skip, size_t skip_len, size_t 
         if (m->encrypted)
             OPENSSL_cleanse(m->plain + total, old - total);
     }
+    m->scratch_tab = NULL;
+    OPENSSL_cleanse(m->scratch, m->scratch_len);
+    free(m->scratch);
+    m->scratch = NULL, m->scratch_len = 0;
     free(m->tab);
     m->tab = tab, m->tab_used = n, m->live = n;
     m->actual = (uint32_t)total;
@@ -345,6 +576,8 @@ static int write_back(pcb_mmkv *m, const uint8_t *skip, size_t skip_len, size_t 
 
 /* ---- open / close */
 
+/* Reads the mapped files into the table. In a guarded section (the decrypt
+ * context is the handle's). */
 static int load(pcb_mmkv *m, const char *path, pcb_status *st)
 {
     m->actual = le32(m->map);
@@ -373,10 +606,11 @@ static int load(pcb_mmkv *m, const char *path, pcb_status *st)
                         "%s.crc (the model refuses it; MMKV would discard or recover)",
                         path, m->actual, path);
     if (m->encrypted) {
-        EVP_CIPHER_CTX *d = EVP_CIPHER_CTX_new();
-        int outl, ok = d && EVP_DecryptInit_ex(d, EVP_aes_128_cfb128(), NULL, m->key, m->iv) == 1
-                       && EVP_DecryptUpdate(d, m->plain, &outl, m->map + 4, (int)m->actual) == 1;
-        EVP_CIPHER_CTX_free(d);
+        m->dec = EVP_CIPHER_CTX_new();
+        int outl, ok = m->dec && EVP_DecryptInit_ex(m->dec, EVP_aes_128_cfb128(), NULL, m->key, m->iv) == 1
+                       && EVP_DecryptUpdate(m->dec, m->plain, &outl, m->map + 4, (int)m->actual) == 1;
+        EVP_CIPHER_CTX_free(m->dec);
+        m->dec = NULL;
         if (!ok)
             return pcb_fail_openssl(st, "mmkv model: AES-128-CFB");
         if (!cipher_at(m, m->actual, st))
@@ -401,6 +635,8 @@ static int load(pcb_mmkv *m, const char *path, pcb_status *st)
     return 1;
 }
 
+/* Opens path (creating it), sized to a multiple of 4 KiB (at least min) with
+ * every block reserved (a file left sparse by an older writer too), mapped. */
 static int map_file(const char *path, size_t min, int *fd, uint8_t **map, size_t *size,
                     pcb_status *st)
 {
@@ -413,8 +649,8 @@ static int map_file(const char *path, size_t min, int *fd, uint8_t **map, size_t
         return pcb_fail_os(st, "mmkv model: %s", path);
     size_t sz = (size_t)sb.st_size;
     size_t want = sz < min ? min : (sz + MMKV_PAGE - 1) / MMKV_PAGE * MMKV_PAGE;
-    if (want != sz && pcb_sys_ftruncate(*fd, (off_t)want) != 0)
-        return pcb_fail_os(st, "mmkv model: sizing %s", path);
+    if (!reserve(*fd, sz, want, path, st))
+        return 0;
     void *p = pcb_sys_mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
     if (p == MAP_FAILED)
         return pcb_fail_os(st, "mmkv model: mmap of %s", path);
@@ -428,25 +664,39 @@ int pcb_mmkv_open(const char *path, const uint8_t *key, size_t key_len, pcb_mmkv
     if (key_len > 16)
         return pcb_fail(st, PCB_E_VALUE, "an MMKV crypt key is at most 16 bytes, got %zu", key_len);
     size_t plen = strlen(path);
-    char *meta_path = malloc(plen + 5);
     pcb_mmkv *m = calloc(1, sizeof *m);
-    if (!m || !meta_path) {
-        free(m), free(meta_path);
+    if (m != NULL) {
+        m->path = strdup(path);
+        m->meta_path = malloc(plen + 5);
+    }
+    if (!m || !m->path || !m->meta_path) {
+        if (m)
+            free(m->path), free(m->meta_path);
+        free(m);
         return pcb_oom(st);
     }
-    memcpy(meta_path, path, plen), memcpy(meta_path + plen, ".crc", 5);
+    memcpy(m->meta_path, path, plen), memcpy(m->meta_path + plen, ".crc", 5);
     pthread_mutex_init(&m->mu, NULL);
     m->fd = m->meta_fd = -1;
     m->encrypted = key_len > 0;
     copy_bytes(m->key, key, key_len); /* zero-padded to 16 bytes */
+    bus_install();
     size_t meta_size = 0;
     int ok = map_file(path, MMKV_PAGE, &m->fd, &m->map, &m->map_size, st)
-             && map_file(meta_path, META_SIZE, &m->meta_fd, &m->meta, &meta_size, st)
+             && map_file(m->meta_path, META_SIZE, &m->meta_fd, &m->meta, &meta_size, st)
              && tab_grow(m, st);
     if (ok && m->encrypted && !(m->plain = malloc(m->map_size - 4)))
         ok = pcb_oom(st);
-    ok = ok && load(m, path, st);
-    free(meta_path);
+    if (ok) {
+        bus_guard g;
+        if (BUS_GUARD(g, m)) {
+            ok = bus_failed(m, "opening", st);
+        } else {
+            bus_arm(&g);
+            ok = load(m, path, st);
+            bus_disarm();
+        }
+    }
     if (!ok) {
         pcb_mmkv_close(m);
         return 0;
@@ -471,39 +721,93 @@ void pcb_mmkv_close(pcb_mmkv *m)
         OPENSSL_cleanse(m->plain, m->map_size - 4);
         free(m->plain);
     }
+    scratch_free(m);
     EVP_CIPHER_CTX_free(m->enc);
     OPENSSL_cleanse(m->key, sizeof m->key);
     free(m->tab);
+    free(m->path);
+    free(m->meta_path);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
 
 /* ---- reads and writes */
 
+/* get's section: the value copied into the handle's scratch. 1, 0 (absent), -1. */
+static int get_section(pcb_mmkv *m, const uint8_t *name, size_t name_len, pcb_status *st)
+{
+    ent *e = find(m, name, name_len, fnv1a(name, name_len));
+    if (!e->used || !e->val_len)
+        return 0;
+    if (!(m->scratch = malloc(e->val_len)))
+        return pcb_oom(st), -1;
+    m->scratch_len = e->val_len;
+    copy_bytes(m->scratch, content(m) + e->val_off, e->val_len);
+    return 1;
+}
+
 int pcb_mmkv_get(pcb_mmkv *m, const uint8_t *name, size_t name_len, uint8_t **value,
                  size_t *value_len, pcb_status *st)
 {
+    int r;
     pthread_mutex_lock(&m->mu);
-    ent *e = find(m, name, name_len, fnv1a(name, name_len));
-    int r = 0;
-    if (e->used && e->val_len) {
-        *value_len = e->val_len;
-        if (!(*value = malloc(e->val_len)))
-            r = -1, pcb_oom(st);
-        else
-            copy_bytes(*value, content(m) + e->val_off, e->val_len), r = 1;
+    bus_guard g;
+    if (m->broken) {
+        r = refuse_broken(m, st) - 1;
+    } else if (BUS_GUARD(g, m)) {
+        r = bus_failed(m, "a get", st) - 1;
+    } else {
+        bus_arm(&g);
+        r = get_section(m, name, name_len, st);
+        bus_disarm();
+        if (r == 1) {
+            *value = m->scratch, *value_len = m->scratch_len;
+            m->scratch = NULL, m->scratch_len = 0;
+        }
     }
     pthread_mutex_unlock(&m->mu);
     return r;
 }
 
-int pcb_mmkv_contains(pcb_mmkv *m, const uint8_t *name, size_t name_len)
+int pcb_mmkv_contains(pcb_mmkv *m, const uint8_t *name, size_t name_len, pcb_status *st)
 {
+    int r;
     pthread_mutex_lock(&m->mu);
-    ent *e = find(m, name, name_len, fnv1a(name, name_len));
-    int r = e->used && e->val_len;
+    bus_guard g;
+    if (m->broken) {
+        r = refuse_broken(m, st) - 1;
+    } else if (BUS_GUARD(g, m)) {
+        r = bus_failed(m, "a contains", st) - 1;
+    } else {
+        bus_arm(&g);
+        ent *e = find(m, name, name_len, fnv1a(name, name_len));
+        r = e->used && e->val_len;
+        bus_disarm();
+    }
     pthread_mutex_unlock(&m->mu);
     return r;
+}
+
+/* put's section: the record appended (after a write-back when it does not
+ * fit), then the CRC, the header and the meta, then the table: a put that
+ * fails before its meta is written leaves the model and the file as they
+ * were (the table has room first, so nothing can fail after the meta). */
+static int put_section(pcb_mmkv *m, const uint8_t *name, size_t name_len, const uint8_t *rec,
+                       size_t r, uint32_t noff, uint32_t voff, size_t value_len, pcb_status *st)
+{
+    if (4 + (size_t)m->actual + r > m->map_size && !write_back(m, name, name_len, r, st))
+        return 0;
+    if ((m->tab_used + 1) * 10 > m->tab_cap * 7 && !tab_grow(m, st))
+        return 0;
+    uint32_t at = m->actual;
+    if (!emit(m, at, rec, r, st)) {
+        m->broken = 1; /* the cipher stream stopped mid-record */
+        return 0;
+    }
+    m->crc = pcb_crc32(m->crc, m->map + 4 + at, r);
+    m->actual = at + (uint32_t)r;
+    write_meta(m);
+    return tab_set(m, at + noff, (uint32_t)name_len, at + voff, (uint32_t)value_len, st);
 }
 
 int pcb_mmkv_put(pcb_mmkv *m, const uint8_t *name, size_t name_len, const uint8_t *value,
@@ -522,17 +826,17 @@ int pcb_mmkv_put(pcb_mmkv *m, const uint8_t *name, size_t name_len, const uint8_
     pos += put_varint(rec + pos, (uint32_t)value_len);
     uint32_t voff = (uint32_t)pos;
     copy_bytes(rec + pos, value, value_len);
+    int ok;
     pthread_mutex_lock(&m->mu);
-    int ok = 4 + (size_t)m->actual + r <= m->map_size || write_back(m, name, name_len, r, st);
-    if (ok) {
-        uint32_t at = m->actual;
-        ok = emit(m, at, rec, r, st);
-        if (ok) {
-            m->crc = pcb_crc32(m->crc, m->map + 4 + at, r);
-            m->actual = at + (uint32_t)r;
-            write_meta(m);
-            ok = tab_set(m, at + noff, (uint32_t)name_len, at + voff, (uint32_t)value_len, st);
-        }
+    bus_guard g;
+    if (m->broken) {
+        ok = refuse_broken(m, st);
+    } else if (BUS_GUARD(g, m)) {
+        ok = bus_failed(m, "a put", st);
+    } else {
+        bus_arm(&g);
+        ok = put_section(m, name, name_len, rec, r, noff, voff, value_len, st);
+        bus_disarm();
     }
     pthread_mutex_unlock(&m->mu);
     OPENSSL_cleanse(rec, r);
@@ -543,9 +847,19 @@ int pcb_mmkv_put(pcb_mmkv *m, const uint8_t *name, size_t name_len, const uint8_
 int pcb_mmkv_sync(pcb_mmkv *m, pcb_status *st)
 {
     pthread_mutex_lock(&m->mu);
-    int ok = pcb_sys_msync(m->map, m->map_size, MS_SYNC) == 0 && pcb_sys_msync(m->meta, META_SIZE, MS_SYNC) == 0;
+    int ok;
+    if (m->broken)
+        ok = refuse_broken(m, st);
+    else if (!check_size(m, st)) /* a cut file: msync would call the lost records durable */
+        ok = 0;
+    else if (pcb_sys_msync(m->map, m->map_size, MS_SYNC) != 0)
+        ok = pcb_fail_os(st, "mmkv model: msync of %s", m->path);
+    else if (pcb_sys_msync(m->meta, META_SIZE, MS_SYNC) != 0)
+        ok = pcb_fail_os(st, "mmkv model: msync of %s", m->meta_path);
+    else
+        ok = 1;
     pthread_mutex_unlock(&m->mu);
-    return ok || pcb_fail_os(st, "mmkv model: msync");
+    return ok;
 }
 
 size_t pcb_mmkv_count(pcb_mmkv *m)
