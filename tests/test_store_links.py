@@ -264,3 +264,16 @@ def test_a_planted_lock_link_is_not_followed(shared):
     with pytest.raises(OSError, match="lock file"):
         _commit_secret(shared / "p.xml", encrypted=False)
     assert _snapshot(target) == before
+
+
+def test_a_master_key_behind_a_planted_directory_link_is_refused(tmp_path, shared):
+    """The key file's name is never followed (O_NOFOLLOW, link(2)); its directories are
+    walked under the rule too, so a new key is not created in the attacker's directory."""
+    attacker_dir = tmp_path / "attacker_dir"
+    attacker_dir.mkdir()
+    os.chmod(attacker_dir, 0o777)
+    os.chown(attacker_dir, ATTACKER, ATTACKER)
+    _plant_link(shared / "keys", attacker_dir)
+    with pytest.raises(PermissionError, match=r"shared/keys is owned by uid 12345"):
+        _commit_secret(tmp_path / "s.xml", master_key_file=shared / "keys" / "m.key")
+    assert os.listdir(attacker_dir) == [] and not (tmp_path / "s.xml").exists()

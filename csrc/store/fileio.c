@@ -68,6 +68,23 @@ static int open_dir(const char *dir)
 }
 
 static char *resolve_links(const char *path, pcb_status *st);
+static char *walk_path(const char *path, int *ruled, pcb_status *st);
+
+/* 1 unless a link among path's directories breaks the link rule (then 0
+ * with st set): for files opened with O_NOFOLLOW or created with link(2),
+ * whose final name is never followed but whose directories the kernel
+ * would walk. A directory that does not resolve is left to the call. */
+static int dir_links_ok(const char *path, pcb_status *st)
+{
+    char *dir = pcb_dir_of(path);
+    if (dir == NULL)
+        return pcb_oom(st);
+    int ruled;
+    char *canon = walk_path(dir, &ruled, st);
+    free(dir);
+    free(canon);
+    return canon != NULL || !ruled;
+}
 
 /* A link (not a regular file) as O_NOFOLLOW reports it: ELOOP (POSIX,
  * Linux), EMLINK (FreeBSD), EFTYPE (NetBSD). */
@@ -218,6 +235,8 @@ int pcb_read_private_file(const char *path, size_t len, const char *what, uint8_
                           int *missing, pcb_status *st)
 {
     *missing = 0;
+    if (!dir_links_ok(path, st))
+        return 0;
     int fd = open_cloexec(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY, 0);
     if (fd < 0) {
         if (errno == ENOENT) {
@@ -594,6 +613,8 @@ int pcb_atomic_create(const char *path, const char *dir, const char *data, size_
 {
     char tmp[PATH_MAX + 64];
     *exists = 0;
+    if (!dir_links_ok(path, st))
+        return 0;
     if (!write_tmp(path, data, len, mode, NULL, tmp, sizeof tmp, st))
         return 0;
     int ok = pcb_sys_link(tmp, path) == 0, err = errno;

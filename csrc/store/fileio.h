@@ -39,8 +39,10 @@
  *     the store's mode (0600), never the foreign file's (a 0666 another user
  *     chose).
  * Key files are never followed through a link (pcb_read_private_file,
- * O_NOFOLLOW) and are created with link(2), which does not follow; the lock
- * file is opened O_NOFOLLOW (lock.c). Knows paths and
+ * O_NOFOLLOW) and are created with link(2), which does not follow; their
+ * directories are walked under the rule first (a new key is not made in a
+ * directory a planted link leads to); the lock file is opened O_NOFOLLOW
+ * (lock.c) beside the store file, whose directories were walked at open. Knows paths and
  * bytes, not stores or crypto. Sizes are bytes. Thread-safe (no state); concurrent
  * writers of one path are serialized by the store, not here.
  */
