@@ -68,7 +68,7 @@ static int open_dir(const char *dir)
 }
 
 static char *resolve_links(const char *path, pcb_status *st);
-static char *walk_path(const char *path, int *ruled, pcb_status *st);
+static char *walk_path(const char *path, int *ruled, char **partial, pcb_status *st);
 
 /* 1 unless a link among path's directories breaks the link rule (then 0
  * with st set): for files opened with O_NOFOLLOW or created with link(2),
@@ -80,7 +80,7 @@ static int dir_links_ok(const char *path, pcb_status *st)
     if (dir == NULL)
         return pcb_oom(st);
     int ruled;
-    char *canon = walk_path(dir, &ruled, st);
+    char *canon = walk_path(dir, &ruled, NULL, st);
     free(dir);
     free(canon);
     return canon != NULL || !ruled;
@@ -433,13 +433,17 @@ static int write_tmp(const char *path, const char *data, size_t len, mode_t mode
  * never sees. The final component need not exist; every other must be a
  * directory. malloc'd; NULL with *ruled = 1 and st set (a link refused,
  * out of memory, a link that cannot be read), or *ruled = 0 and errno set
- * (a directory missing, not one, or not searchable; too many links). */
-static char *walk_path(const char *path, int *ruled, pcb_status *st)
+ * (a directory missing, not one, or not searchable; too many links), and
+ * then *partial (unless NULL; malloc'd, or NULL) is the walked prefix with
+ * the unwalked rest as written, the name a call on it would fail for. */
+static char *walk_path(const char *path, int *ruled, char **partial, pcb_status *st)
 {
     char res[PATH_MAX]; /* the canonical prefix, without a final slash ("" is the root) */
     size_t rl = 0;
     char *rest = NULL;
     *ruled = 0;
+    if (partial != NULL)
+        *partial = NULL;
     res[0] = '\0';
     if (path[0] != '/') {
         char cwd[PATH_MAX];
@@ -539,6 +543,13 @@ static char *walk_path(const char *path, int *ruled, pcb_status *st)
         p = e;
     }
     int err = errno;
+    if (!ok && !*ruled && partial != NULL) { /* the walked prefix, then the rest as written */
+        res[rl] = '\0';
+        while (*p == '/')
+            p++;
+        if (asprintf(partial, "%s/%s", res, p) < 0)
+            *partial = NULL;
+    }
     free(rest);
     if (!ok) {
         errno = err;
@@ -555,13 +566,13 @@ static char *walk_path(const char *path, int *ruled, pcb_status *st)
 /* The file a write to path lands in: the end of its chain of symbolic
  * links, each followed under the link rule (walk_path; a dangling link
  * resolves to the missing file it names, which the write then creates).
- * Where the walk fails for want of a directory, path itself: the write then
- * fails with its own message. malloc'd; NULL with st set. */
+ * Where the walk fails for want of a directory, the name it got to: the
+ * write then fails with its own message on it. malloc'd; NULL with st set. */
 static char *resolve_links(const char *path, pcb_status *st)
 {
     int ruled;
-    char *out = walk_path(path, &ruled, st);
-    if (out == NULL && !ruled && (out = strdup(path)) == NULL)
+    char *partial, *out = walk_path(path, &ruled, &partial, st);
+    if (out == NULL && !ruled && (out = partial) == NULL)
         pcb_oom(st);
     return out;
 }
@@ -655,7 +666,7 @@ static char *canonical_path(const char *path)
 {
     pcb_status ignored;
     int ruled;
-    return walk_path(path, &ruled, &ignored);
+    return walk_path(path, &ruled, NULL, &ignored);
 }
 
 char *pcb_fixed_path(const char *path, const char *what, pcb_status *st)
@@ -663,7 +674,7 @@ char *pcb_fixed_path(const char *path, const char *what, pcb_status *st)
     int ruled;
     size_t pl = strlen(path);
     int no_name = pl == 0 || path[pl - 1] == '/'; /* kept so: the caller refuses it by name */
-    char *target = walk_path(pl ? path : ".", &ruled, st), *out = NULL;
+    char *partial, *target = walk_path(pl ? path : ".", &ruled, &partial, st), *out = NULL;
     if (target != NULL && no_name) {
         if (asprintf(&out, "%s%s", target, strcmp(target, "/") == 0 ? "" : "/") < 0)
             out = NULL, pcb_oom(st);
@@ -671,10 +682,13 @@ char *pcb_fixed_path(const char *path, const char *what, pcb_status *st)
         return out;
     }
     if (target == NULL) {
-        if (!ruled) {
-            char *dir = pcb_dir_of(path);
+        if (!ruled) { /* named as the directory the walk got to */
+            int err = errno;
+            char *dir = pcb_dir_of(partial != NULL ? partial : path);
+            free(partial);
             if (dir == NULL)
                 return pcb_oom(st), NULL;
+            errno = err;
             pcb_fail_os(st, "the %s's directory %s is not usable", what, dir);
             free(dir);
         }
