@@ -790,14 +790,16 @@ int pcb_mmkv_contains(pcb_mmkv *m, const uint8_t *name, size_t name_len, pcb_sta
 
 /* put's section: the record appended (after a write-back when it does not
  * fit), then the CRC, the header and the meta, then the table: a put that
- * fails before its meta is written leaves the model and the file as they
- * were (the table has room first, so nothing can fail after the meta). */
+ * fails (a grow refused, out of memory) leaves the model and the file as
+ * they were; nothing can fail after the write-back or the meta. */
 static int put_section(pcb_mmkv *m, const uint8_t *name, size_t name_len, const uint8_t *rec,
                        size_t r, uint32_t noff, uint32_t voff, size_t value_len, pcb_status *st)
 {
-    if (4 + (size_t)m->actual + r > m->map_size && !write_back(m, name, name_len, r, st))
-        return 0;
+    /* The table's room first: after a write-back (which drops name's old
+     * record) nothing may fail, or the put would be half applied. */
     if ((m->tab_used + 1) * 10 > m->tab_cap * 7 && !tab_grow(m, st))
+        return 0;
+    if (4 + (size_t)m->actual + r > m->map_size && !write_back(m, name, name_len, r, st))
         return 0;
     uint32_t at = m->actual;
     if (!emit(m, at, rec, r, st)) {

@@ -35,7 +35,9 @@
  *     every later call but close raises OSError (reopen it). A put whose
  *     record faulted is not applied in memory; the file keeps its last
  *     complete record (the CRC, header and meta are written last) unless the
- *     fault cut a full write-back short (then a reopen refuses the CRC);
+ *     fault cut a full write-back short (then a reopen refuses the CRC) or
+ *     hit the append right after one (the write-back, which drops the
+ *     name's old record, stands: the name is absent);
  *   - checks the files' sizes (fstat) where a system call is made anyway:
  *     at a write-back and before each msync (a cut file fails the sync with
  *     ESTALE rather than calling the lost records durable).
