@@ -202,6 +202,65 @@ def test_the_directory_owners_file_in_a_sticky_directory_is_used(shared):
     assert PASSWORD in path.read_text()
 
 
+def _as_user(uid, fn):
+    """Runs fn() in a forked child as uid (in-process: the interpreter lives under a
+    directory other users cannot enter); its result, a short string, comes back."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            os.setgid(uid)
+            os.setuid(uid)
+            os.umask(0o022)
+            os.write(w, fn().encode()[:4000])
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        out = f.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, out
+    return out
+
+
+def test_an_unprivileged_victim_gets_the_rule_not_a_rename_error():
+    """The issue's scenario for a user who is not root: a PermissionError naming the link
+    and the rule (before, the rename over the attacker's file failed with a bare EPERM, or,
+    for root, succeeded)."""
+    d = tempfile.mkdtemp(prefix="pcb-links-")
+    try:
+        os.chmod(d, 0o1777)
+        target = os.path.join(d, "attacker_file")
+        with open(target, "w") as f:
+            f.write(EMPTY_PREFS)
+        os.chmod(target, 0o666)
+        os.chown(target, ATTACKER, ATTACKER)
+        link = os.path.join(d, "app_prefs.xml")
+        _plant_link(link, target)
+
+        def victim():
+            try:
+                _commit_secret(link, encrypted=False)
+            except PermissionError as e:
+                return "PermissionError " + str(e)
+            except Exception as e:  # noqa: BLE001 - reported to the parent
+                return f"{type(e).__name__} {e}"
+            return "committed"
+
+        out = _as_user(DIR_OWNER + 1, victim)
+        assert out.startswith("PermissionError") and "fs.protected_symlinks" in out, out
+        assert f"{link} is owned by uid {ATTACKER}" in out, out
+        with open(target) as f:
+            assert f.read() == EMPTY_PREFS
+    finally:
+        for name in os.listdir(d):
+            os.unlink(os.path.join(d, name))
+        os.rmdir(d)
+
+
 def test_a_writer_who_cannot_keep_the_owner_does_not_take_the_mode():
     """Outside sticky directories a foreign file may be replaced (the directory lets us),
     but its 0666 goes with its owner: a non-root writer's new file is its own, 0600."""
@@ -213,19 +272,7 @@ def test_a_writer_who_cannot_keep_the_owner_does_not_take_the_mode():
             f.write(EMPTY_PREFS)
         os.chmod(path, 0o666)
         os.chown(path, DIR_OWNER, DIR_OWNER)
-        pid = os.fork()
-        if pid == 0:  # a child as an unprivileged user (in-process: no interpreter to exec)
-            code = 1
-            try:
-                os.setgid(ATTACKER)
-                os.setuid(ATTACKER)
-                os.umask(0o022)
-                _commit_secret(path, encrypted=False)
-                code = 0
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
+        assert _as_user(ATTACKER, lambda: _commit_secret(path, encrypted=False) or "done") == "done"
         st = os.stat(path)
         assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (ATTACKER, 0o600)
         with open(path) as f:
