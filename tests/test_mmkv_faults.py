@@ -27,6 +27,7 @@ TRUNCATED = """
     faulthandler.enable()  # its SIGBUS handler is there first: the model's must chain to it
     from pycipherbench import _core
     path, key, cut, op = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    name = sys.argv[5].encode() if len(sys.argv) > 5 else b"k001"
     key = None if key == "-" else key.encode()
     h = _core.mmkv_open(path, key)
     for i in range(300):
@@ -35,8 +36,8 @@ TRUNCATED = """
     size = _core.mmkv_info(h)["file_bytes"] - 4096
     subprocess.run([sys.executable, "-c", "import os, sys; os.truncate(sys.argv[1], int(sys.argv[2]))",
                     path, str(cut)], check=True)
-    calls = {"get": lambda: _core.mmkv_get(h, b"k001"),
-             "contains": lambda: _core.mmkv_contains(h, b"k001"),
+    calls = {"get": lambda: _core.mmkv_get(h, name),
+             "contains": lambda: _core.mmkv_contains(h, name),
              "put": lambda: _core.mmkv_put(h, b"new", b"x" * 50),
              "sync": lambda: _core.mmkv_sync(h)}
     try:
@@ -44,12 +45,12 @@ TRUNCATED = """
         print("returned", repr(got))
     except OSError as e:
         print("OSError", e.errno, e)
-    for name, call in calls.items():
+    for what, call in calls.items():
         try:
             call()
-            print("after", name, "returned")
+            print("after", what, "returned")
         except OSError as e:
-            print("after", name, "OSError", e.errno)
+            print("after", what, "OSError", e.errno)
     print("info", _core.mmkv_info(h)["count"])
     _core.mmkv_close(h)
     print("size", size)
@@ -57,9 +58,9 @@ TRUNCATED = """
 """
 
 
-def _run_truncated(tmp_path, key, cut, op):
+def _run_truncated(tmp_path, key, cut, op, *name):
     path = tmp_path / "t.mmkv"
-    out = finish_child(spawn_child(TRUNCATED, str(path), key, str(cut), op, stdin=False))
+    out = finish_child(spawn_child(TRUNCATED, str(path), key, str(cut), op, *name, stdin=False))
     return out.splitlines()
 
 
@@ -68,17 +69,22 @@ def _run_truncated(tmp_path, key, cut, op):
 def test_truncated_by_another_process_is_an_oserror_not_sigbus(tmp_path, key, op):
     lines = _run_truncated(tmp_path, key, 0, op)
     assert lines[-1] == "alive", lines
-    first = lines[0]
-    encrypted_read = key != "-" and op in ("get", "contains")
-    if encrypted_read:  # the encrypted model reads its plaintext copy: no page is touched
-        assert first.startswith("returned"), lines
-    else:
-        assert first.startswith(f"OSError {errno.ESTALE} "), lines
-        assert str(tmp_path / "t.mmkv") in first and "truncated by another process to 0 bytes" in first
-        # broken from then on: every call but close refuses, naming the file
-        assert all(" OSError " in line for line in lines if line.startswith("after")), lines
-    # whatever the first call saw, the next sync refuses: the records past the cut are lost
-    assert f"after sync OSError {errno.ESTALE}" in lines or f"after sync OSError {errno.EIO}" in lines
+    first = lines[0]  # (the encrypted model's get reads its plaintext copy, and still refuses)
+    assert first.startswith(f"OSError {errno.ESTALE} "), lines
+    assert str(tmp_path / "t.mmkv") in first and "truncated by another process to 0 bytes" in first
+    # broken from then on: every call but close refuses, naming the file
+    after = [line for line in lines if line.startswith("after")]
+    assert len(after) == 4 and all(line.endswith(f" OSError {errno.EIO}") for line in after), lines
+
+
+@pytest.mark.parametrize("key", ["-", "0123456789abcdef"])
+@pytest.mark.parametrize("op", ["get", "contains"])
+def test_a_read_of_a_record_past_the_cut_is_refused(tmp_path, key, op):
+    """Cut to one page: a record on a later page is refused, also where the encrypted model
+    would answer from its plaintext copy."""
+    lines = _run_truncated(tmp_path, key, 4096, op, "k299")
+    assert lines[-1] == "alive" and lines[0].startswith(f"OSError {errno.ESTALE} "), lines
+    assert "to 4096 bytes, below the 16384 bytes mapped" in lines[0], lines
 
 
 def test_truncated_to_part_of_the_mapping(tmp_path):

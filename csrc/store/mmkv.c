@@ -733,12 +733,42 @@ void pcb_mmkv_close(pcb_mmkv *m)
 
 /* ---- reads and writes */
 
+/* A load from a mapped byte, kept (volatile): in a guarded section, a page
+ * the file no longer backs faults here. */
+static inline void touch(const uint8_t *p)
+{
+    (void)*(const volatile uint8_t *)p;
+}
+
+/* Every call's first loads: the data file's header page and the meta page,
+ * so a file cut below a page is seen by any call (no system call), also
+ * where the call would read only the encrypted model's plaintext copy. */
+static void touch_heads(const pcb_mmkv *m)
+{
+    touch(m->map);
+    touch(m->meta);
+}
+
+/* The mapped bytes of [off, off + n) of the content: their first and last
+ * pages (a record is at most a few pages; its middle is read by a copy
+ * where the model reads the mapping). */
+static void touch_span(const pcb_mmkv *m, uint32_t off, uint32_t n)
+{
+    if (n) {
+        touch(m->map + 4 + off);
+        touch(m->map + 4 + off + n - 1);
+    }
+}
+
 /* get's section: the value copied into the handle's scratch. 1, 0 (absent), -1. */
 static int get_section(pcb_mmkv *m, const uint8_t *name, size_t name_len, pcb_status *st)
 {
+    touch_heads(m);
     ent *e = find(m, name, name_len, fnv1a(name, name_len));
     if (!e->used || !e->val_len)
         return 0;
+    if (m->encrypted) /* its plaintext copy answers: the file's bytes must still be there */
+        touch_span(m, e->val_off, e->val_len);
     if (!(m->scratch = malloc(e->val_len)))
         return pcb_oom(st), -1;
     m->scratch_len = e->val_len;
@@ -780,8 +810,11 @@ int pcb_mmkv_contains(pcb_mmkv *m, const uint8_t *name, size_t name_len, pcb_sta
         r = bus_failed(m, "a contains", st) - 1;
     } else {
         bus_arm(&g);
+        touch_heads(m);
         ent *e = find(m, name, name_len, fnv1a(name, name_len));
         r = e->used && e->val_len;
+        if (r)
+            touch_span(m, e->name_off, e->name_len);
         bus_disarm();
     }
     pthread_mutex_unlock(&m->mu);
@@ -795,6 +828,7 @@ int pcb_mmkv_contains(pcb_mmkv *m, const uint8_t *name, size_t name_len, pcb_sta
 static int put_section(pcb_mmkv *m, const uint8_t *name, size_t name_len, const uint8_t *rec,
                        size_t r, uint32_t noff, uint32_t voff, size_t value_len, pcb_status *st)
 {
+    touch_heads(m); /* a cut file seen before anything changes */
     /* The table's room first: after a write-back (which drops name's old
      * record) nothing may fail, or the put would be half applied. */
     if ((m->tab_used + 1) * 10 > m->tab_cap * 7 && !tab_grow(m, st))

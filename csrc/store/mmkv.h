@@ -38,16 +38,21 @@
  *     fault cut a full write-back short (then a reopen refuses the CRC) or
  *     hit the append right after one (the write-back, which drops the
  *     name's old record, stands: the name is absent);
+ *   - makes every call load the first byte of both files' mappings, and a
+ *     get (contains) the first and last mapped bytes of the record it
+ *     answers from, also where the encrypted model answers from its
+ *     plaintext copy: a file cut below those pages faults, so is refused;
  *   - checks the files' sizes (fstat) where a system call is made anyway:
  *     at a write-back and before each msync (a cut file fails the sync with
  *     ESTALE rather than calling the lost records durable).
  *   Not a system call per get or put: MMKV's reads and writes are memory
- *   speed, and the designs benchmark measures that. Residual risk, therefore:
- *   a file cut in the middle of a page leaves the rest of that page reading
- *   as zeros without a fault, so until the next sync or write-back a get of
- *   a record there (unencrypted: the encrypted model reads its plaintext
- *   copy) may say absent or return zeroed bytes, and a put landing there
- *   returns but its bytes never reach the file (the next sync says so).
+ *   speed, and the designs benchmark measures that (an fstat costs more
+ *   than a get). Residual risk, therefore: a cut that leaves the pages a call
+ *   touches is not seen until the next sync or write-back; and a file cut
+ *   in the middle of a page leaves the rest of that page reading as zeros
+ *   without a fault, so a get of a record there (unencrypted) may say absent
+ *   or return zeroed bytes, and a put landing there returns but its bytes
+ *   never reach the file (the next sync says so).
  *   On a file system that cannot reserve blocks (pcb_sys_fallocate's sparse
  *   fallback) a full disk is a fault, handled as above. A SIGBUS handler
  *   installed after the last open (signal.signal, faulthandler.enable) sits
