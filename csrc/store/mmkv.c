@@ -508,8 +508,9 @@ static int write_back(pcb_mmkv *m, const uint8_t *skip, size_t skip_len, size_t 
         size *= 2;
     }
     /* Another process cutting the file is seen here, before the file is
-     * grown back over the hole (a system call the write-back makes anyway). */
-    if (!check_size(m, st))
+     * grown back over the hole (beside the grow's own system calls; a
+     * write-back in place faults on a cut page instead, in the guard). */
+    if (size != m->map_size && !check_size(m, st))
         return 0;
     uint8_t iv[16];
     if (m->encrypted && RAND_bytes(iv, 16) != 1)

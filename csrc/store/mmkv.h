@@ -43,7 +43,7 @@
  *     answers from, also where the encrypted model answers from its
  *     plaintext copy: a file cut below those pages faults, so is refused;
  *   - checks the files' sizes (fstat) where a system call is made anyway:
- *     at a write-back and before each msync (a cut file fails the sync with
+ *     before a write-back grows the data file, and before each msync (a cut file fails the sync with
  *     ESTALE rather than calling the lost records durable).
  *   Not a system call per get or put: MMKV's reads and writes are memory
  *   speed, and the designs benchmark measures that (an fstat costs more
