@@ -666,7 +666,8 @@ static char *canonical_path(const char *path)
 {
     pcb_status ignored;
     int ruled;
-    return walk_path(path, &ruled, NULL, &ignored);
+    char *partial, *out = walk_path(path, &ruled, &partial, &ignored);
+    return out != NULL ? out : partial; /* a missing directory: the name as far as it got */
 }
 
 char *pcb_fixed_path(const char *path, const char *what, pcb_status *st)
