@@ -301,3 +301,41 @@ def test_a_full_tmpfs_fails_the_grow_with_enospc(key):
     finally:
         subprocess.run(["umount", d], check=False)
         os.rmdir(d)
+
+
+def test_a_fault_in_one_thread_leaves_another_threads_handle_alone(tmp_path):
+    """The recovery point is the faulting thread's: a thread busy on a healthy handle keeps
+    going while another thread's handle faults on its cut file."""
+    code = """
+        import os, sys, threading
+        from pycipherbench import _core
+        good = _core.mmkv_open(sys.argv[1], b"key")
+        bad = _core.mmkv_open(sys.argv[2], None)
+        for i in range(200):
+            _core.mmkv_put(bad, b"k%d" % i, b"v" * 40)
+        stop, done = threading.Event(), []
+        def worker():
+            i = 0
+            while not stop.is_set():
+                _core.mmkv_put(good, b"w%d" % (i % 500), b"x" * 30)
+                assert _core.mmkv_get(good, b"w%d" % (i % 500)) == b"x" * 30
+                i += 1
+            done.append(i)
+        t = threading.Thread(target=worker)
+        t.start()
+        os.truncate(sys.argv[2], 0)
+        errors = 0
+        for i in range(50):
+            try:
+                _core.mmkv_get(bad, b"k%d" % i)
+            except OSError:
+                errors += 1
+        stop.set()
+        t.join()
+        _core.mmkv_sync(good)
+        print(errors, done[0] > 0, _core.mmkv_info(good)["count"])
+    """
+    out = finish_child(spawn_child(code, str(tmp_path / "good.mmkv"), str(tmp_path / "bad.mmkv"),
+                                   stdin=False))
+    errors, worked, count = out.split()
+    assert errors == "50" and worked == "True" and 0 < int(count) <= 500, out
