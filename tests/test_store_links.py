@@ -324,3 +324,12 @@ def test_a_master_key_behind_a_planted_directory_link_is_refused(tmp_path, share
     with pytest.raises(PermissionError, match=r"shared/keys is owned by uid 12345"):
         _commit_secret(tmp_path / "s.xml", master_key_file=shared / "keys" / "m.key")
     assert os.listdir(attacker_dir) == [] and not (tmp_path / "s.xml").exists()
+
+
+def test_another_users_lock_file_is_not_written(shared):
+    """The store writes its change counter into <path>-lock: not into another user's file."""
+    lock = _attacker_file(shared / "p.xml-lock", text="")
+    before = _snapshot(lock)
+    with pytest.raises(PermissionError, match="lock file"):
+        _commit_secret(shared / "p.xml", encrypted=False)
+    assert _snapshot(lock) == before

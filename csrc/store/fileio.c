@@ -322,6 +322,17 @@ static int may_follow(const char *link, const struct stat *lsb, pcb_status *st)
     return ok;
 }
 
+int pcb_foreign_in_shared_dir(const char *path, const struct stat *sb)
+{
+    if (sb->st_uid == geteuid())
+        return 0;
+    char *dir = pcb_dir_of(path);
+    struct stat d;
+    int foreign = dir == NULL || (pcb_sys_stat(dir, &d) == 0 && sticky_shared(&d) && sb->st_uid != d.st_uid);
+    free(dir);
+    return foreign;
+}
+
 /* The same rule for the file a write lands in (fs.protected_regular's):
  * an existing file path (lstat'ed: *sb) in a sticky world-writable
  * directory must belong to the effective user or to the directory's owner.

@@ -42,7 +42,9 @@
  * O_NOFOLLOW) and are created with link(2), which does not follow; their
  * directories are walked under the rule first (a new key is not made in a
  * directory a planted link leads to); the lock file is opened O_NOFOLLOW
- * (lock.c) beside the store file, whose directories were walked at open. Knows paths and
+ * (lock.c) beside the store file, whose directories were walked at open,
+ * and refused (EPERM) when another user's (pcb_foreign_in_shared_dir): the
+ * store writes its change counter into it. Knows paths and
  * bytes, not stores or crypto. Sizes are bytes. Thread-safe (no state); concurrent
  * writers of one path are serialized by the store, not here.
  */
@@ -51,6 +53,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "common/status.h"
@@ -105,6 +108,12 @@ void pcb_remove_stale_tmp(const char *path, const char *dir);
  * this call. malloc'd, or NULL with st set: OSError "the <what>'s directory
  * ... is not usable" when the directory does not resolve to one. */
 char *pcb_fixed_path(const char *path, const char *what, pcb_status *st);
+/* 1 if the existing file path (stat'ed: *sb) belongs to another user than
+ * the effective one and than its directory's owner, in a sticky
+ * world-writable directory: a file the store must not write into (the rule
+ * above; lock.c asks it of the lock file it opened). 1 also when out of
+ * memory (refused). */
+int pcb_foreign_in_shared_dir(const char *path, const struct stat *sb);
 /* The directory part of path ("." for a bare name); malloc'd, NULL on failure. */
 char *pcb_dir_of(const char *path);
 
