@@ -4,13 +4,12 @@
  */
 #define _GNU_SOURCE
 #include "store/mmkv.h"
+#include "common/busguard.h"
 #include "common/sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,124 +260,26 @@ static int emit(pcb_mmkv *m, uint32_t at, const uint8_t *p, size_t n, pcb_status
     return 1;
 }
 
-/* ---- the SIGBUS guard
+/* ---- the SIGBUS guard (common/busguard.h)
  *
- * A load from or a store into a MAP_SHARED page that the file no longer
- * backs raises SIGBUS: another process truncated the file, or a file system
- * that cannot reserve blocks (pcb_sys_fallocate's sparse fallback) found the
- * disk full. Every access to the two mappings runs in a guarded section: the
- * thread's recovery point (bus_armed: thread-local, initial-exec on ELF so
- * the handler's read is a plain load) is set around it, and the handler
- * siglongjmps there when the signal is a hardware fault (si_code > 0) at an
- * address inside that handle's mappings. Any other SIGBUS, in any thread, goes
- * where it went before: to the previous handler (called with its own
- * SA_SIGINFO convention; Python's faulthandler is one), or to the default
- * action (a hardware fault re-runs and dies of it; a sent signal is raised
- * again). The handler is put on top at each open if it is not there (so a
- * faulthandler.enable() after the first open is chained too).
- *
- * What a section must respect: no lock but the handle's mutex is held
- * across an access (malloc and OpenSSL never run ON a mapped page, so a jump
- * never leaves them mid-call holding their locks); what it allocates is
- * recorded in the handle's scratch fields for the fault path to free; after
- * a fault the handle is broken (a jump may leave a write-back half done or
- * the cipher stream mid-block), and refuses every call but close. The
- * file itself keeps its last complete state (the meta and the header are
- * written last), unless the fault cut a write-back short. */
-typedef struct {
-    sigjmp_buf env;
-    pcb_mmkv *m;
-} bus_guard;
+ * Every access to the two mappings runs in a guarded section; a fault in
+ * one becomes an OSError, and the handle is broken (a jump may leave a
+ * write-back half done or the cipher stream mid-block): it refuses every
+ * call but close. What a section allocates is in the handle's scratch
+ * fields, freed by the fault path. The file keeps its last complete state
+ * (the meta and the header are written last), unless the fault cut a
+ * write-back short. */
 
-#if defined(__ELF__) && (defined(__GNUC__) || defined(__clang__))
-#define PCB_MMKV_TLS_IE __attribute__((tls_model("initial-exec")))
-#else
-#define PCB_MMKV_TLS_IE
-#endif
-static __thread bus_guard *bus_armed PCB_MMKV_TLS_IE;
-static struct sigaction bus_prev; /* written under bus_mu, before ours is installed */
-static pthread_mutex_t bus_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static int in_mappings(const pcb_mmkv *m, const void *addr)
+/* The guard's test: addr is in one of m's mappings. */
+static int in_mappings(const void *ctx, const void *addr)
 {
+    const pcb_mmkv *m = ctx;
     uintptr_t a = (uintptr_t)addr;
     return (m->map != NULL && a - (uintptr_t)m->map < m->map_size)
            || (m->meta != NULL && a - (uintptr_t)m->meta < META_SIZE);
 }
 
-/* The default action: a sent signal is raised again (SA_NODEFER: delivered
- * at once); a fault is left to re-run and kill with its own address. */
-static void bus_default(int sig, const siginfo_t *info)
-{
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    sigaction(sig, &dfl, NULL);
-    if (info == NULL || info->si_code <= 0)
-        raise(sig);
-}
-
-static void bus_handler(int sig, siginfo_t *info, void *ctx)
-{
-    bus_guard *g = bus_armed;
-    int fault = info != NULL && info->si_code > 0;
-    if (g != NULL && fault && in_mappings(g->m, info->si_addr)) {
-        bus_armed = NULL;
-        siglongjmp(g->env, 1);
-    }
-    const struct sigaction *p = &bus_prev;
-    if (p->sa_flags & SA_SIGINFO) {
-        if (p->sa_sigaction != NULL) {
-            p->sa_sigaction(sig, info, ctx);
-            return;
-        }
-    } else if (p->sa_handler == SIG_IGN && !fault) {
-        return; /* ignored, as before (a fault cannot be ignored: the kernel kills) */
-    } else if (p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN) {
-        p->sa_handler(sig);
-        return;
-    }
-    bus_default(sig, info);
-}
-
-/* Puts bus_handler on top of SIGBUS unless it is there. */
-static void bus_install(void)
-{
-    pthread_mutex_lock(&bus_mu);
-    struct sigaction cur;
-    if (sigaction(SIGBUS, NULL, &cur) == 0
-        && !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == bus_handler)) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_sigaction = bus_handler;
-        /* NODEFER: the jump (sigsetjmp without a mask: no system call per
-         * section) leaves SIGBUS unblocked; ONSTACK: the alternate stack
-         * where one is set, as faulthandler asks for its own handler. */
-        sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        bus_prev = cur;
-        sigaction(SIGBUS, &sa, NULL);
-    }
-    pthread_mutex_unlock(&bus_mu);
-}
-
-static inline void bus_arm(bus_guard *g)
-{
-    bus_armed = g;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* no access moves above */
-}
-
-static inline void bus_disarm(void)
-{
-    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* nor below */
-    bus_armed = NULL;
-}
-
-/* A section's recovery point: `if (BUS_GUARD(g, m)) { fault path } else
- * { bus_arm(&g); ...; bus_disarm(); }` (sigsetjmp must be in the frame that
- * stays alive). */
-#define BUS_GUARD(g, handle) ((g).m = (handle), sigsetjmp((g).env, 0) != 0)
+#define BUS_GUARD(g, handle) PCB_BUS_GUARD(g, in_mappings, handle)
 
 static void scratch_free(pcb_mmkv *m)
 {
@@ -681,7 +582,7 @@ int pcb_mmkv_open(const char *path, const uint8_t *key, size_t key_len, pcb_mmkv
     m->fd = m->meta_fd = -1;
     m->encrypted = key_len > 0;
     copy_bytes(m->key, key, key_len); /* zero-padded to 16 bytes */
-    bus_install();
+    pcb_bus_install();
     size_t meta_size = 0;
     int ok = map_file(path, MMKV_PAGE, &m->fd, &m->map, &m->map_size, st)
              && map_file(m->meta_path, META_SIZE, &m->meta_fd, &m->meta, &meta_size, st)
@@ -689,13 +590,13 @@ int pcb_mmkv_open(const char *path, const uint8_t *key, size_t key_len, pcb_mmkv
     if (ok && m->encrypted && !(m->plain = malloc(m->map_size - 4)))
         ok = pcb_oom(st);
     if (ok) {
-        bus_guard g;
+        pcb_bus_guard g;
         if (BUS_GUARD(g, m)) {
             ok = bus_failed(m, "opening", st);
         } else {
-            bus_arm(&g);
+            pcb_bus_arm(&g);
             ok = load(m, path, st);
-            bus_disarm();
+            pcb_bus_disarm();
         }
     }
     if (!ok) {
@@ -782,15 +683,15 @@ int pcb_mmkv_get(pcb_mmkv *m, const uint8_t *name, size_t name_len, uint8_t **va
 {
     int r;
     pthread_mutex_lock(&m->mu);
-    bus_guard g;
+    pcb_bus_guard g;
     if (m->broken) {
         r = refuse_broken(m, st) - 1;
     } else if (BUS_GUARD(g, m)) {
         r = bus_failed(m, "a get", st) - 1;
     } else {
-        bus_arm(&g);
+        pcb_bus_arm(&g);
         r = get_section(m, name, name_len, st);
-        bus_disarm();
+        pcb_bus_disarm();
         if (r == 1) {
             *value = m->scratch, *value_len = m->scratch_len;
             m->scratch = NULL, m->scratch_len = 0;
@@ -804,19 +705,19 @@ int pcb_mmkv_contains(pcb_mmkv *m, const uint8_t *name, size_t name_len, pcb_sta
 {
     int r;
     pthread_mutex_lock(&m->mu);
-    bus_guard g;
+    pcb_bus_guard g;
     if (m->broken) {
         r = refuse_broken(m, st) - 1;
     } else if (BUS_GUARD(g, m)) {
         r = bus_failed(m, "a contains", st) - 1;
     } else {
-        bus_arm(&g);
+        pcb_bus_arm(&g);
         touch_heads(m);
         ent *e = find(m, name, name_len, fnv1a(name, name_len));
         r = e->used && e->val_len;
         if (r)
             touch_span(m, e->name_off, e->name_len);
-        bus_disarm();
+        pcb_bus_disarm();
     }
     pthread_mutex_unlock(&m->mu);
     return r;
@@ -865,15 +766,15 @@ int pcb_mmkv_put(pcb_mmkv *m, const uint8_t *name, size_t name_len, const uint8_
     copy_bytes(rec + pos, value, value_len);
     int ok;
     pthread_mutex_lock(&m->mu);
-    bus_guard g;
+    pcb_bus_guard g;
     if (m->broken) {
         ok = refuse_broken(m, st);
     } else if (BUS_GUARD(g, m)) {
         ok = bus_failed(m, "a put", st);
     } else {
-        bus_arm(&g);
+        pcb_bus_arm(&g);
         ok = put_section(m, name, name_len, rec, r, noff, voff, value_len, st);
-        bus_disarm();
+        pcb_bus_disarm();
     }
     pthread_mutex_unlock(&m->mu);
     OPENSSL_cleanse(rec, r);

@@ -26,7 +26,7 @@
  *     fails the grow (OSError ENOSPC / EFBIG naming the file) before any
  *     store; the put that needed it is not applied, the model and the file
  *     stay as they were, and the handle stays usable;
- *   - guards every access to the mappings (mmkv.c's SIGBUS guard: a
+ *   - guards every access to the mappings (common/busguard.h: a
  *     thread-local sigsetjmp point armed around the accesses, a handler that
  *     jumps to it only for a fault inside that handle's mappings and
  *     otherwise chains to the previous handler, e.g. faulthandler's): a
