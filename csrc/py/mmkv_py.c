@@ -107,13 +107,17 @@ static PyObject *py_get(PyObject *module, PyObject *args)
 
 static PyObject *py_contains(PyObject *module, PyObject *args)
 {
-    (void)module;
     PyObject *cap;
     Py_buffer name;
     if (!PyArg_ParseTuple(args, "Oy*:mmkv_contains", &cap, &name))
         return NULL;
     mmkv_box *b = box_arg(cap);
-    PyObject *out = b ? PyBool_FromLong(pcb_mmkv_contains(b->m, name.buf, (size_t)name.len)) : NULL;
+    PyObject *out = NULL;
+    if (b) {
+        pcb_status st = {0};
+        int r = pcb_mmkv_contains(b->m, name.buf, (size_t)name.len, &st);
+        out = r < 0 ? pcb_raise_status(pcb_module_state(module), &st) : PyBool_FromLong(r);
+    }
     PyBuffer_Release(&name);
     return out;
 }

@@ -67,6 +67,55 @@ static int open_dir(const char *dir)
     return fd;
 }
 
+static char *resolve_links(const char *path, pcb_status *st);
+static char *walk_path(const char *path, int *ruled, char **partial, pcb_status *st);
+
+/* 1 unless a link among path's directories breaks the link rule (then 0
+ * with st set): for files opened with O_NOFOLLOW or created with link(2),
+ * whose final name is never followed but whose directories the kernel
+ * would walk. A directory that does not resolve is left to the call. */
+static int dir_links_ok(const char *path, pcb_status *st)
+{
+    char *dir = pcb_dir_of(path);
+    if (dir == NULL)
+        return pcb_oom(st);
+    int ruled;
+    char *canon = walk_path(dir, &ruled, NULL, st);
+    free(dir);
+    free(canon);
+    return canon != NULL || !ruled;
+}
+
+/* A link (not a regular file) as O_NOFOLLOW reports it: ELOOP (POSIX,
+ * Linux), EMLINK (FreeBSD), EFTYPE (NetBSD). */
+static int is_link_errno(int e)
+{
+#ifdef EFTYPE
+    if (e == EFTYPE)
+        return 1;
+#endif
+    return e == ELOOP || e == EMLINK;
+}
+
+/* open(path, flags) for reading, a final symbolic link followed only by
+ * hand (resolve_links: fs.protected_symlinks' rule), the file it names then
+ * opened without following again. The descriptor; -1 with errno set
+ * (the caller's message); -2 with st set (the rule refused a link). */
+static int open_nofollow_checked(const char *path, int flags, pcb_status *st)
+{
+    int fd = open_cloexec(path, flags | O_NOFOLLOW, 0);
+    if (fd >= 0 || O_NOFOLLOW == 0 || !is_link_errno(errno))
+        return fd;
+    char *target = resolve_links(path, st);
+    if (target == NULL)
+        return -2;
+    fd = open_cloexec(target, flags | O_NOFOLLOW, 0); /* a link again: swapped meanwhile */
+    int err = errno;
+    free(target);
+    errno = err;
+    return fd;
+}
+
 /* Frees what read_whole_file read, wiping it first if it may hold secrets. */
 void pcb_file_bytes_free(pcb_file_bytes *f, int wipe)
 {
@@ -87,8 +136,11 @@ static int read_whole(const char *path, size_t max_len, const char *what, int te
     memset(f, 0, sizeof *f);
     *missing = 0;
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is then
-     * refused as not a regular file (the flag means nothing for those). */
-    int fd = open_cloexec(path, O_RDONLY | O_NONBLOCK, 0);
+     * refused as not a regular file (the flag means nothing for those).
+     * O_NOFOLLOW: a final link is followed by hand, under the link rule. */
+    int fd = open_nofollow_checked(path, O_RDONLY | O_NONBLOCK, st);
+    if (fd == -2)
+        return 0;
     if (fd < 0) {
         if (errno == ENOENT) {
             *missing = 1;
@@ -183,6 +235,8 @@ int pcb_read_private_file(const char *path, size_t len, const char *what, uint8_
                           int *missing, pcb_status *st)
 {
     *missing = 0;
+    if (!dir_links_ok(path, st))
+        return 0;
     int fd = open_cloexec(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY, 0);
     if (fd < 0) {
         if (errno == ENOENT) {
@@ -231,6 +285,81 @@ int pcb_read_private_file(const char *path, size_t len, const char *what, uint8_
     return ok;
 }
 
+/* ---- the kernel's link and ownership rules, applied where links are
+ * followed by hand (issue 25; see fileio.h) */
+
+/* A sticky directory others may write into (as /tmp). */
+static int sticky_shared(const struct stat *d)
+{
+    return S_ISDIR(d->st_mode) && (d->st_mode & S_ISVTX) && (d->st_mode & S_IWOTH);
+}
+
+/* fs.protected_symlinks: the link `link` (lstat'ed: *lsb) is followed
+ * unless it lies in a sticky world-writable directory and belongs neither
+ * to the follower (the effective uid) nor to the directory's owner. 1, or 0
+ * with st set (PermissionError naming the link, its owner and the rule). */
+static int may_follow(const char *link, const struct stat *lsb, pcb_status *st)
+{
+    uid_t me = geteuid();
+    if (lsb->st_uid == me)
+        return 1;
+    char *dir = pcb_dir_of(link);
+    if (dir == NULL)
+        return pcb_oom(st);
+    struct stat d;
+    int ok = 1;
+    if (pcb_sys_stat(dir, &d) != 0)
+        ok = pcb_fail_os(st, "cannot stat %s, the directory of the symbolic link %s", dir, link);
+    else if (sticky_shared(&d) && lsb->st_uid != d.st_uid)
+        ok = pcb_fail(st, PCB_E_PERMISSION, "the symbolic link %s is owned by uid %lu and lies in "
+                      "the sticky world-writable directory %s (owned by uid %lu): it is not followed. "
+                      "The kernel's fs.protected_symlinks rule, applied here too: a link in such a "
+                      "directory is followed only when it belongs to the follower (uid %lu) or to "
+                      "the directory's owner, since anyone may plant one there; give the file's own "
+                      "path, or remove the link", link, (unsigned long)lsb->st_uid, dir,
+                      (unsigned long)d.st_uid, (unsigned long)me);
+    free(dir);
+    return ok;
+}
+
+int pcb_foreign_in_shared_dir(const char *path, const struct stat *sb)
+{
+    if (sb->st_uid == geteuid())
+        return 0;
+    char *dir = pcb_dir_of(path);
+    struct stat d;
+    int foreign = dir == NULL || (pcb_sys_stat(dir, &d) == 0 && sticky_shared(&d) && sb->st_uid != d.st_uid);
+    free(dir);
+    return foreign;
+}
+
+/* The same rule for the file a write lands in (fs.protected_regular's):
+ * an existing file path (lstat'ed: *sb) in a sticky world-writable
+ * directory must belong to the effective user or to the directory's owner.
+ * 1, or 0 with st set (PermissionError). */
+static int may_replace(const char *path, const struct stat *sb, pcb_status *st)
+{
+    uid_t me = geteuid();
+    if (sb->st_uid == me)
+        return 1;
+    char *dir = pcb_dir_of(path);
+    if (dir == NULL)
+        return pcb_oom(st);
+    struct stat d;
+    int ok = 1;
+    if (pcb_sys_stat(dir, &d) != 0)
+        ok = pcb_fail_os(st, "cannot stat %s, the directory of %s", dir, path);
+    else if (sticky_shared(&d) && sb->st_uid != d.st_uid)
+        ok = pcb_fail(st, PCB_E_PERMISSION, "%s is owned by uid %lu, not by this user (uid %lu) nor "
+                      "by the owner of its sticky world-writable directory %s (uid %lu): the store "
+                      "neither reads nor replaces a file another user put there (anyone may plant "
+                      "one to receive what is written, or keep its mode); remove it, or use a "
+                      "private directory", path, (unsigned long)sb->st_uid, (unsigned long)me, dir,
+                      (unsigned long)d.st_uid);
+    free(dir);
+    return ok;
+}
+
 static int write_all(int fd, const char *p, size_t n)
 {
     while (n > 0) {
@@ -265,8 +394,9 @@ static void tmp_name_of(const char *path, char *out, size_t cap, unsigned pid, u
 
 /* Writes data to a new temporary file beside path (its name into tmp) and
  * fsyncs it; on failure nothing is left behind. keep (may be NULL): the
- * file being replaced, whose owner (where permitted) and mode the new one
- * takes. Messages name path, the user's file, not the temporary one. */
+ * file being replaced, whose owner and group the new one takes where
+ * permitted, and then its mode (never the mode alone). Messages name path,
+ * the user's file, not the temporary one. */
 static int write_tmp(const char *path, const char *data, size_t len, mode_t mode,
                      const struct stat *keep, char *tmp, size_t tmp_cap, pcb_status *st)
 {
@@ -279,12 +409,17 @@ static int write_tmp(const char *path, const char *data, size_t len, mode_t mode
         return pcb_fail_os(st, "cannot write %s (creating a temporary file beside it)", path);
     int ok = 1;
     if (keep != NULL) {
-        /* chown first (it may clear set-id bits), then the old mode exactly;
-         * a user who may not give the file away keeps the mode only. */
+        /* chown first (it may clear set-id bits), then the old mode exactly.
+         * The mode goes with the owner: a writer who may not give the file
+         * to its owner and group (EPERM: not root) does not take its mode
+         * either, and the new file is the writer's own, with `mode`. */
         if ((keep->st_uid != geteuid() || keep->st_gid != getegid())
-            && pcb_sys_fchown(fd, keep->st_uid, keep->st_gid) != 0 && errno != EPERM)
-            ok = 0;
-        ok = ok && pcb_sys_fchmod(fd, keep->st_mode & 07777) == 0;
+            && pcb_sys_fchown(fd, keep->st_uid, keep->st_gid) != 0) {
+            if (errno != EPERM)
+                ok = 0;
+            keep = NULL;
+        }
+        ok = ok && (keep == NULL || pcb_sys_fchmod(fd, keep->st_mode & 07777) == 0);
     }
     ok = ok && write_all(fd, data, len) && pcb_sys_fsync(fd) == 0;
     int err = errno;
@@ -300,41 +435,165 @@ static int write_tmp(const char *path, const char *data, size_t len, mode_t mode
     return 1;
 }
 
-/* The file a write to path lands in: path itself, or the end of its chain
- * of symbolic links (a dangling link resolves to the missing file it names,
- * which the write then creates). malloc'd; NULL with st set. */
+/* path made absolute and canonical as realpath makes it (no ".", "..", or
+ * symbolic link in its directories), its final chain of links followed too
+ * (a dangling link gives the missing file it names), with each link on the
+ * way (directory or final) followed by hand and only under may_follow's
+ * rule: realpath's own walk (a readlink per component, in the C library)
+ * would follow a planted link that the kernel's fs.protected_symlinks
+ * never sees. The final component need not exist; every other must be a
+ * directory. malloc'd; NULL with *ruled = 1 and st set (a link refused,
+ * out of memory, a link that cannot be read), or *ruled = 0 and errno set
+ * (a directory missing, not one, or not searchable; too many links), and
+ * then *partial (unless NULL; malloc'd, or NULL) is the walked prefix with
+ * the unwalked rest as written, the name a call on it would fail for. */
+static char *walk_path(const char *path, int *ruled, char **partial, pcb_status *st)
+{
+    char res[PATH_MAX]; /* the canonical prefix, without a final slash ("" is the root) */
+    size_t rl = 0;
+    char *rest = NULL;
+    *ruled = 0;
+    if (partial != NULL)
+        *partial = NULL;
+    res[0] = '\0';
+    if (path[0] != '/') {
+        char cwd[PATH_MAX];
+        if (getcwd(cwd, sizeof cwd) == NULL)
+            return NULL;
+        if (asprintf(&rest, "%s/%s", cwd, path) < 0)
+            rest = NULL;
+    } else {
+        rest = strdup(path);
+    }
+    if (rest == NULL) {
+        *ruled = 1;
+        pcb_oom(st);
+        return NULL;
+    }
+    int hops = 0, ok = 1;
+    const char *p = rest;
+    for (;;) {
+        while (*p == '/')
+            p++;
+        if (*p == '\0')
+            break;
+        const char *e = p;
+        while (*e != '\0' && *e != '/')
+            e++;
+        size_t cl = (size_t)(e - p);
+        const char *after = e;
+        while (*after == '/')
+            after++;
+        int last = *after == '\0';
+        if (cl == 1 && p[0] == '.') {
+            p = e;
+            continue;
+        }
+        if (cl == 2 && p[0] == '.' && p[1] == '.') {
+            char *sl = strrchr(res, '/');
+            if (sl != NULL)
+                *sl = '\0', rl = (size_t)(sl - res);
+            p = e;
+            continue;
+        }
+        if (rl + 1 + cl >= sizeof res) {
+            errno = ENAMETOOLONG;
+            ok = 0;
+            break;
+        }
+        res[rl] = '/';
+        memcpy(res + rl + 1, p, cl);
+        res[rl + 1 + cl] = '\0';
+        struct stat sb;
+        if (pcb_sys_lstat(res, &sb) != 0) {
+            if (last && errno == ENOENT) { /* a missing file: writes create it */
+                rl += 1 + cl;
+                break;
+            }
+            ok = 0;
+            break;
+        }
+        if (S_ISLNK(sb.st_mode)) {
+            char target[PATH_MAX];
+            ssize_t n;
+            if (++hops > 40) {
+                errno = ELOOP;
+                ok = 0;
+                break;
+            }
+            if (!may_follow(res, &sb, st)) {
+                *ruled = 1, ok = 0;
+                break;
+            }
+            if ((n = pcb_sys_readlink(res, target, sizeof target - 1)) < 0) {
+                pcb_fail_os(st, "cannot resolve the symbolic link %s", res);
+                *ruled = 1, ok = 0;
+                break;
+            }
+            target[n] = '\0';
+            char *next = NULL;
+            if (asprintf(&next, "%s%s", target, e) < 0) {
+                pcb_oom(st);
+                *ruled = 1, ok = 0;
+                break;
+            }
+            free(rest);
+            rest = next;
+            p = rest;
+            if (target[0] == '/')
+                rl = 0;
+            res[rl] = '\0'; /* the link's own name dropped: its target takes its place */
+            continue;
+        }
+        if (!last && !S_ISDIR(sb.st_mode)) {
+            errno = ENOTDIR;
+            ok = 0;
+            break;
+        }
+        rl += 1 + cl;
+        p = e;
+    }
+    int err = errno;
+    if (!ok && !*ruled && partial != NULL) { /* the walked prefix, then the rest as written */
+        res[rl] = '\0';
+        while (*p == '/')
+            p++;
+        if (asprintf(partial, "%s/%s", res, p) < 0)
+            *partial = NULL;
+    }
+    free(rest);
+    if (!ok) {
+        errno = err;
+        return NULL;
+    }
+    char *out = strdup(rl ? res : "/");
+    if (out == NULL) {
+        *ruled = 1;
+        pcb_oom(st);
+    }
+    return out;
+}
+
+/* The file a write to path lands in: the end of its chain of symbolic
+ * links, each followed under the link rule (walk_path; a dangling link
+ * resolves to the missing file it names, which the write then creates).
+ * Where the walk fails for want of a directory, the name it got to: the
+ * write then fails with its own message on it. malloc'd; NULL with st set. */
 static char *resolve_links(const char *path, pcb_status *st)
 {
-    char *cur = strdup(path);
-    for (int hops = 0; cur != NULL; hops++) {
-        struct stat sb;
-        if (pcb_sys_lstat(cur, &sb) != 0 || !S_ISLNK(sb.st_mode))
-            return cur; /* not a link (or missing): writes go here */
-        char target[PATH_MAX];
-        ssize_t n = hops < 40 ? pcb_sys_readlink(cur, target, sizeof target - 1) : (errno = ELOOP, -1);
-        if (n < 0) {
-            pcb_fail_os(st, "cannot resolve the symbolic link %s", cur);
-            free(cur);
-            return NULL;
-        }
-        target[n] = '\0';
-        char *next = NULL, *dir = target[0] == '/' ? NULL : pcb_dir_of(cur);
-        if (target[0] == '/')
-            next = strdup(target);
-        else if (dir != NULL && asprintf(&next, "%s/%s", dir, target) < 0)
-            next = NULL;
-        free(dir);
-        free(cur);
-        cur = next;
-    }
-    pcb_oom(st);
-    return NULL;
+    int ruled;
+    char *partial, *out = walk_path(path, &ruled, &partial, st);
+    if (out == NULL && !ruled && (out = partial) == NULL)
+        pcb_oom(st);
+    return out;
 }
 
 /* Writes data to path atomically: a new temporary file, fsync, rename over
  * path, fsync the directory. A crash leaves the old file or the new one. A
  * symbolic link is kept (its target is replaced, in the target's
- * directory); an existing file keeps its mode and owner. */
+ * directory); an existing file keeps its owner where permitted and
+ * its mode with it; another user's file in a sticky world-writable directory
+ * is refused (may_replace). */
 int pcb_atomic_write(const char *path, const char *dir, const char *data, size_t len,
                         mode_t mode, pcb_status *st)
 {
@@ -348,7 +607,12 @@ int pcb_atomic_write(const char *path, const char *dir, const char *data, size_t
         return pcb_oom(st);
     }
     struct stat old;
-    int have_old = pcb_sys_stat(target, &old) == 0 && S_ISREG(old.st_mode);
+    int have_old = pcb_sys_lstat(target, &old) == 0 && S_ISREG(old.st_mode);
+    if (have_old && !may_replace(target, &old, st)) {
+        free(target);
+        free(tdir);
+        return 0;
+    }
     int ok = write_tmp(target, data, len, mode, have_old ? &old : NULL, tmp, sizeof tmp, st);
     if (ok && pcb_sys_rename(tmp, target) != 0) {
         int err = errno;
@@ -371,6 +635,8 @@ int pcb_atomic_create(const char *path, const char *dir, const char *data, size_
 {
     char tmp[PATH_MAX + 64];
     *exists = 0;
+    if (!dir_links_ok(path, st))
+        return 0;
     if (!write_tmp(path, data, len, mode, NULL, tmp, sizeof tmp, st))
         return 0;
     int ok = pcb_sys_link(tmp, path) == 0, err = errno;
@@ -410,41 +676,48 @@ int pcb_check_name_fits(const char *path, const char *what, pcb_status *st)
 static char *canonical_path(const char *path)
 {
     pcb_status ignored;
-    char *target = resolve_links(path, &ignored), *out = NULL;
-    if (target == NULL)
-        return NULL;
-    char *dir = pcb_dir_of(target), *real = dir ? realpath(dir, NULL) : NULL;
-    const char *slash = strrchr(target, '/');
-    if (asprintf(&out, "%s/%s", real ? real : dir ? dir : ".", slash ? slash + 1 : target) < 0)
-        out = NULL;
-    free(real);
-    free(dir);
-    free(target);
-    return out;
+    int ruled;
+    char *partial, *out = walk_path(path, &ruled, &partial, &ignored);
+    return out != NULL ? out : partial; /* a missing directory: the name as far as it got */
 }
 
 char *pcb_fixed_path(const char *path, const char *what, pcb_status *st)
 {
-    char *target = resolve_links(path, st), *out = NULL;
-    if (target == NULL)
-        return NULL;
-    const char *slash = strrchr(target, '/');
-    const char *base = slash ? slash + 1 : target;
-    char *dir = pcb_dir_of(target), *real = dir ? realpath(dir, NULL) : NULL;
-    struct stat sb;
-    if (dir == NULL) {
-        pcb_oom(st);
-    } else if (real == NULL || pcb_sys_stat(real, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        if (real != NULL)
-            errno = ENOTDIR;
-        pcb_fail_os(st, "the %s's directory %s is not usable", what, dir);
-    } else if (asprintf(&out, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", base) < 0) {
-        out = NULL;
-        pcb_oom(st);
+    int ruled;
+    size_t pl = strlen(path);
+    int no_name = pl == 0 || path[pl - 1] == '/'; /* kept so: the caller refuses it by name */
+    char *partial, *target = walk_path(pl ? path : ".", &ruled, &partial, st), *out = NULL;
+    if (target != NULL && no_name) {
+        if (asprintf(&out, "%s%s", target, strcmp(target, "/") == 0 ? "" : "/") < 0)
+            out = NULL, pcb_oom(st);
+        free(target);
+        return out;
     }
-    free(real);
-    free(dir);
-    free(target);
+    if (target == NULL) {
+        if (!ruled) { /* named as the directory the walk got to */
+            int err = errno;
+            char *dir = pcb_dir_of(partial != NULL ? partial : path);
+            free(partial);
+            if (dir == NULL)
+                return pcb_oom(st), NULL;
+            errno = err;
+            pcb_fail_os(st, "the %s's directory %s is not usable", what, dir);
+            free(dir);
+        }
+        return NULL;
+    }
+    struct stat sb;
+    if (pcb_sys_lstat(target, &sb) == 0 && !S_ISLNK(sb.st_mode) && !may_replace(target, &sb, st)) {
+        free(target); /* another user's file in a sticky shared directory */
+        return NULL;
+    }
+    if (strcmp(target, "/") == 0) {
+        errno = EISDIR;
+        pcb_fail_os(st, "the %s's path %s names the root directory", what, path);
+        free(target);
+        return NULL;
+    }
+    out = target;
     return out;
 }
 

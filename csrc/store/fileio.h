@@ -10,13 +10,41 @@
  * "<dir>/.<base>.<pid><random>.tmp", 8 hex digits each, written and
  * fsynced, renamed over the target, the directory fsynced: a crash leaves
  * the old file or the new one; a symbolic link is kept and its target
- * replaced; an existing file keeps its mode and, where permitted, its
- * owner), exclusive creation (the temp file linked into place, which fails
+ * replaced; an existing file keeps its owner where permitted, and its mode
+ * with it: see below), exclusive creation (the temp file linked into place, which fails
  * if another process was first), whether a file name leaves room for its
  * temporary file, whether two paths name one file, and the clean-up of
  * temporary files whose writer died (never a live pid's); a store's path
  * fixed at open (absolute, its final links followed). Every descriptor it
- * opens is close-on-exec. Knows paths and
+ * opens is close-on-exec.
+ *
+ * Links and other users' files (issue 25). The store follows links by hand
+ * (lstat and readlink, for the path fixed at open and for each write's
+ * target; realpath would too), where the kernel's fs.protected_symlinks
+ * never sees them, so the kernel's rules are applied here, whatever the
+ * sysctl says, root included:
+ *   - a symbolic link (a directory's on the way or the final one) that lies
+ *     in a sticky world-writable directory (as /tmp) is followed only when
+ *     it belongs to the follower (the effective uid) or to the directory's
+ *     owner: else PermissionError naming the link, its owner and the rule;
+ *     a file read (pcb_read_whole_*) opens with O_NOFOLLOW and follows a
+ *     final link only so;
+ *   - an existing file in such a directory is read as the store's file
+ *     (pcb_fixed_path) or replaced (pcb_atomic_write) only when it belongs
+ *     to the effective user or to the directory's owner (fs.protected_
+ *     regular's rule): else PermissionError naming the file and its owner;
+ *   - elsewhere a replaced file's owner and group are kept where the writer
+ *     may chown (root), and its mode only with them: a writer who cannot
+ *     give the new file to the old owner (EPERM) writes its own file with
+ *     the store's mode (0600), never the foreign file's (a 0666 another user
+ *     chose).
+ * Key files are never followed through a link (pcb_read_private_file,
+ * O_NOFOLLOW) and are created with link(2), which does not follow; their
+ * directories are walked under the rule first (a new key is not made in a
+ * directory a planted link leads to); the lock file is opened O_NOFOLLOW
+ * (lock.c) beside the store file, whose directories were walked at open,
+ * and refused (EPERM) when another user's (pcb_foreign_in_shared_dir): the
+ * store writes its change counter into it. Knows paths and
  * bytes, not stores or crypto. Sizes are bytes. Thread-safe (no state); concurrent
  * writers of one path are serialized by the store, not here.
  */
@@ -25,6 +53,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "common/status.h"
@@ -71,13 +100,20 @@ int pcb_same_file(const char *a, const char *b);
  * pid has no process); the store calls it only under its file lock. */
 void pcb_remove_stale_tmp(const char *path, const char *dir);
 /* The file a write to path lands in, fixed now as an absolute name: path's
+ * directories made canonical (no ".", "..", or linked directories) and its
  * chain of final symbolic links followed (a dangling link gives the missing
- * file it names), then that file's directory made canonical (realpath: no
- * ".", "..", or linked directories), its base name kept. Later uses of the
+ * file it names), every link under the rule above, its base name kept;
+ * PermissionError for a refused link or another user's file (above). Later uses of the
  * result do not depend on the working directory or on links swapped after
  * this call. malloc'd, or NULL with st set: OSError "the <what>'s directory
  * ... is not usable" when the directory does not resolve to one. */
 char *pcb_fixed_path(const char *path, const char *what, pcb_status *st);
+/* 1 if the existing file path (stat'ed: *sb) belongs to another user than
+ * the effective one and than its directory's owner, in a sticky
+ * world-writable directory: a file the store must not write into (the rule
+ * above; lock.c asks it of the lock file it opened). 1 also when out of
+ * memory (refused). */
+int pcb_foreign_in_shared_dir(const char *path, const struct stat *sb);
 /* The directory part of path ("." for a bare name); malloc'd, NULL on failure. */
 char *pcb_dir_of(const char *path);
 

@@ -20,6 +20,7 @@
 #include "common/sys.h"
 #include "common/timing.h"
 #include "common/wait.h"
+#include "store/fileio.h"
 
 /* Which lock (see lock.h): OFD where the headers have it, unless the build
  * forces the fallbacks (-DPCB_FORCE_FALLBACKS: flock, and seconds-only
@@ -136,6 +137,11 @@ static int open_tracked(const char *lock_path)
     }
     if (f >= 0 && pcb_sys_fstat(f, &sb) != 0) {
         err = errno;
+        pcb_sys_close(f);
+        f = -1;
+    }
+    if (f >= 0 && pcb_foreign_in_shared_dir(lock_path, &sb)) { /* fileio.h: issue 25 */
+        err = EPERM; /* another user's file in a sticky shared directory: its counter is written */
         pcb_sys_close(f);
         f = -1;
     }

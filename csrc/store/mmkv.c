@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "store/mmkv.h"
+#include "common/busguard.h"
 #include "common/sys.h"
 
 #include <errno.h>
@@ -52,7 +53,18 @@ typedef struct {
 
 struct pcb_mmkv {
     pthread_mutex_t mu;
+    char *path, *meta_path; /* for messages */
     int fd, meta_fd;
+    /* Set once a store into a mapping faulted or the file was found cut
+     * below its mapping: every later call but close refuses (OSError). */
+    int broken;
+    /* What a guarded section allocated, freed by the fault path (a
+     * siglongjmp skips the section's own frees): write_back's record
+     * buffer and table, get's copy, load's decrypt context. */
+    uint8_t *scratch;
+    size_t scratch_len;
+    ent *scratch_tab;
+    EVP_CIPHER_CTX *dec;
     uint8_t *map, *meta;
     size_t map_size;
     uint32_t actual, crc, seq;
@@ -248,20 +260,125 @@ static int emit(pcb_mmkv *m, uint32_t at, const uint8_t *p, size_t n, pcb_status
     return 1;
 }
 
+/* ---- the SIGBUS guard (common/busguard.h)
+ *
+ * Every access to the two mappings runs in a guarded section; a fault in
+ * one becomes an OSError, and the handle is broken (a jump may leave a
+ * write-back half done or the cipher stream mid-block): it refuses every
+ * call but close. What a section allocates is in the handle's scratch
+ * fields, freed by the fault path. The file keeps its last complete state
+ * (the meta and the header are written last), unless the fault cut a
+ * write-back short. */
+
+/* The guard's test: addr is in one of m's mappings. */
+static int in_mappings(const void *ctx, const void *addr)
+{
+    const pcb_mmkv *m = ctx;
+    uintptr_t a = (uintptr_t)addr;
+    return (m->map != NULL && a - (uintptr_t)m->map < m->map_size)
+           || (m->meta != NULL && a - (uintptr_t)m->meta < META_SIZE);
+}
+
+#define BUS_GUARD(g, handle) PCB_BUS_GUARD(g, in_mappings, handle)
+
+static void scratch_free(pcb_mmkv *m)
+{
+    if (m->scratch != NULL) {
+        OPENSSL_cleanse(m->scratch, m->scratch_len);
+        free(m->scratch);
+    }
+    m->scratch = NULL, m->scratch_len = 0;
+    free(m->scratch_tab);
+    m->scratch_tab = NULL;
+    EVP_CIPHER_CTX_free(m->dec);
+    m->dec = NULL;
+}
+
+/* 1 if both files are at least as long as their mappings; else the handle
+ * is broken and 0 with *st: OSError (ESTALE) naming the file. */
+static int check_size(pcb_mmkv *m, pcb_status *st)
+{
+    struct stat sb;
+    const char *what[2] = {m->path, m->meta_path};
+    int fds[2] = {m->fd, m->meta_fd};
+    size_t sizes[2] = {m->map_size, META_SIZE};
+    for (int i = 0; i < 2; i++) {
+        if (pcb_sys_fstat(fds[i], &sb) != 0)
+            return pcb_fail_os(st, "mmkv model: cannot stat %s", what[i]);
+        if ((uint64_t)sb.st_size < sizes[i]) {
+            m->broken = 1;
+            errno = ESTALE;
+            return pcb_fail_os(st, "mmkv model: %s was truncated by another process to %lld bytes, "
+                               "below the %zu bytes mapped; its records there are gone and the "
+                               "handle refuses every call but close (reopen it)",
+                               what[i], (long long)sb.st_size, sizes[i]);
+        }
+    }
+    return 1;
+}
+
+/* The fault path: what the section allocated freed, the handle broken, and
+ * the cause said (a truncated file, else a page its file system could not
+ * back). 0 with *st. */
+static int bus_failed(pcb_mmkv *m, const char *during, pcb_status *st)
+{
+    scratch_free(m);
+    m->broken = 1;
+    if (!check_size(m, st))
+        return 0; /* cut below the mapping (ESTALE), or fstat failed */
+    errno = EIO;
+    return pcb_fail_os(st, "mmkv model: %s faulted (SIGBUS) on a page of %s or %s although both "
+                       "files are whole: their file system could not back the page (a full disk "
+                       "where blocks cannot be reserved, or an I/O error); the handle refuses "
+                       "every call but close", during, m->path, m->meta_path);
+}
+
+static int refuse_broken(pcb_mmkv *m, pcb_status *st)
+{
+    errno = EIO;
+    return pcb_fail_os(st, "mmkv model: %s is unusable since its mapping faulted or the file was "
+                       "truncated by another process; close it and reopen", m->path);
+}
+
+/* ---- growing a file: its blocks reserved */
+
+/* fd's file made `size` bytes with every block allocated (a full disk or
+ * RLIMIT_FSIZE fail here, before any store into the mapping); on failure
+ * the file is cut back to `old` bytes (what a partial reservation added is
+ * released) and 0 with *st names path. */
+static int reserve(int fd, size_t old, size_t size, const char *path, pcb_status *st)
+{
+    int rc = pcb_sys_fallocate(fd, 0, (off_t)size);
+    if (rc == 0)
+        return 1;
+    struct stat sb;
+    if (pcb_sys_fstat(fd, &sb) == 0 && (uint64_t)sb.st_size > old)
+        (void)pcb_sys_ftruncate(fd, (off_t)old);
+    errno = rc;
+    return pcb_fail_os(st, "mmkv model: cannot reserve %zu bytes for %s", size, path);
+}
+
+/* The data file grown to size, remapped; the plaintext copy grown with it.
+ * On failure nothing of the model changed (the file is cut back). */
 static int remap(pcb_mmkv *m, size_t size, pcb_status *st)
 {
-    if (pcb_sys_ftruncate(m->fd, (off_t)size) != 0)
-        return pcb_fail_os(st, "mmkv model: growing the file to %zu bytes", size);
+    uint8_t *q = NULL;
+    if (m->encrypted && !(q = malloc(size - 4)))
+        return pcb_oom(st);
+    if (!reserve(m->fd, m->map_size, size, m->path, st)) {
+        free(q);
+        return 0;
+    }
     void *p = pcb_sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
-    if (p == MAP_FAILED)
-        return pcb_fail_os(st, "mmkv model: mmap of %zu bytes", size);
+    if (p == MAP_FAILED) {
+        pcb_fail_os(st, "mmkv model: mmap of %zu bytes of %s", size, m->path);
+        free(q);
+        return 0;
+    }
     if (m->map)
         munmap(m->map, m->map_size);
     m->map = p, m->map_size = size;
     if (m->encrypted) {
-        uint8_t *q = malloc(size - 4);
-        if (!q)
-            return pcb_oom(st);
         if (m->plain) {
             copy_bytes(q, m->plain, m->actual);
             OPENSSL_cleanse(m->plain, m->actual);
@@ -273,7 +390,8 @@ static int remap(pcb_mmkv *m, size_t size, pcb_status *st)
 }
 
 /* Full write-back: the live records (but `skip`'s) from the start, the file doubled
- * until they and `need` more bytes fit, a new IV and sequence number. */
+ * until they and `need` more bytes fit, a new IV and sequence number. In a
+ * guarded section (its buffer and table are the handle's scratch). */
 static int write_back(pcb_mmkv *m, const uint8_t *skip, size_t skip_len, size_t need,
                       pcb_status *st)
 {
@@ -290,10 +408,20 @@ static int write_back(pcb_mmkv *m, const uint8_t *skip, size_t skip_len, size_t 
             return pcb_fail(st, PCB_E_VALUE, "mmkv model: over %u bytes of content", MAX_CONTENT);
         size *= 2;
     }
-    uint8_t *buf = malloc(total);
-    ent *tab = calloc(m->tab_cap, sizeof *tab);
+    /* Another process cutting the file is seen here, before the file is
+     * grown back over the hole (beside the grow's own system calls; a
+     * write-back in place faults on a cut page instead, in the guard). */
+    if (size != m->map_size && !check_size(m, st))
+        return 0;
+    uint8_t iv[16];
+    if (m->encrypted && RAND_bytes(iv, 16) != 1)
+        return pcb_fail_openssl(st, "mmkv model: a new IV");
+    m->scratch = malloc(total), m->scratch_len = total;
+    m->scratch_tab = calloc(m->tab_cap, sizeof *m->scratch_tab);
+    uint8_t *buf = m->scratch;
+    ent *tab = m->scratch_tab;
     if (!buf || !tab) {
-        free(buf), free(tab);
+        scratch_free(m);
         return pcb_oom(st);
     }
     size_t pos = put_varint(buf, HOLDER), n = 0;
@@ -313,20 +441,21 @@ static int write_back(pcb_mmkv *m, const uint8_t *skip, size_t skip_len, size_t 
             j = (j + 1) & mask;
         tab[j] = ne, n++;
     }
-    int ok = size == m->map_size || remap(m, size, st);
-    if (ok && m->encrypted)
-        ok = RAND_bytes(m->iv, 16) == 1 || pcb_fail_openssl(st, "mmkv model: a new IV");
-    uint32_t old = m->actual;
-    if (ok) {
-        m->actual = 0;
-        ok = !m->encrypted || cipher_at(m, 0, st);
+    /* The grow first: a full disk fails it with nothing of the model changed. */
+    if (size != m->map_size && !remap(m, size, st)) {
+        scratch_free(m);
+        return 0;
     }
-    if (ok)
-        ok = emit(m, 0, buf, total, st);
-    OPENSSL_cleanse(buf, total);
-    free(buf);
-    if (!ok) {
-        free(tab);
+    uint32_t old = m->actual;
+    if (m->encrypted) {
+        memcpy(m->iv, iv, 16);
+        OPENSSL_cleanse(iv, sizeof iv);
+    }
+    m->actual = 0;
+    int ok = (!m->encrypted || cipher_at(m, 0, st)) && emit(m, 0, buf, total, st);
+    if (!ok) { /* OpenSSL failed mid-rewrite: the content is no longer the table's */
+        scratch_free(m);
+        m->broken = 1;
         return 0;
     }
     if (old > total) {
@@ -334,6 +463,10 @@ static int write_back(pcb_mmkv *m, const uint8_t *skip, size_t skip_len, size_t 
         if (m->encrypted)
             OPENSSL_cleanse(m->plain + total, old - total);
     }
+    m->scratch_tab = NULL;
+    OPENSSL_cleanse(m->scratch, m->scratch_len);
+    free(m->scratch);
+    m->scratch = NULL, m->scratch_len = 0;
     free(m->tab);
     m->tab = tab, m->tab_used = n, m->live = n;
     m->actual = (uint32_t)total;
@@ -345,6 +478,8 @@ static int write_back(pcb_mmkv *m, const uint8_t *skip, size_t skip_len, size_t 
 
 /* ---- open / close */
 
+/* Reads the mapped files into the table. In a guarded section (the decrypt
+ * context is the handle's). */
 static int load(pcb_mmkv *m, const char *path, pcb_status *st)
 {
     m->actual = le32(m->map);
@@ -373,10 +508,11 @@ static int load(pcb_mmkv *m, const char *path, pcb_status *st)
                         "%s.crc (the model refuses it; MMKV would discard or recover)",
                         path, m->actual, path);
     if (m->encrypted) {
-        EVP_CIPHER_CTX *d = EVP_CIPHER_CTX_new();
-        int outl, ok = d && EVP_DecryptInit_ex(d, EVP_aes_128_cfb128(), NULL, m->key, m->iv) == 1
-                       && EVP_DecryptUpdate(d, m->plain, &outl, m->map + 4, (int)m->actual) == 1;
-        EVP_CIPHER_CTX_free(d);
+        m->dec = EVP_CIPHER_CTX_new();
+        int outl, ok = m->dec && EVP_DecryptInit_ex(m->dec, EVP_aes_128_cfb128(), NULL, m->key, m->iv) == 1
+                       && EVP_DecryptUpdate(m->dec, m->plain, &outl, m->map + 4, (int)m->actual) == 1;
+        EVP_CIPHER_CTX_free(m->dec);
+        m->dec = NULL;
         if (!ok)
             return pcb_fail_openssl(st, "mmkv model: AES-128-CFB");
         if (!cipher_at(m, m->actual, st))
@@ -401,6 +537,8 @@ static int load(pcb_mmkv *m, const char *path, pcb_status *st)
     return 1;
 }
 
+/* Opens path (creating it), sized to a multiple of 4 KiB (at least min) with
+ * every block reserved (a file left sparse by an older writer too), mapped. */
 static int map_file(const char *path, size_t min, int *fd, uint8_t **map, size_t *size,
                     pcb_status *st)
 {
@@ -413,8 +551,8 @@ static int map_file(const char *path, size_t min, int *fd, uint8_t **map, size_t
         return pcb_fail_os(st, "mmkv model: %s", path);
     size_t sz = (size_t)sb.st_size;
     size_t want = sz < min ? min : (sz + MMKV_PAGE - 1) / MMKV_PAGE * MMKV_PAGE;
-    if (want != sz && pcb_sys_ftruncate(*fd, (off_t)want) != 0)
-        return pcb_fail_os(st, "mmkv model: sizing %s", path);
+    if (!reserve(*fd, sz, want, path, st))
+        return 0;
     void *p = pcb_sys_mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
     if (p == MAP_FAILED)
         return pcb_fail_os(st, "mmkv model: mmap of %s", path);
@@ -428,25 +566,39 @@ int pcb_mmkv_open(const char *path, const uint8_t *key, size_t key_len, pcb_mmkv
     if (key_len > 16)
         return pcb_fail(st, PCB_E_VALUE, "an MMKV crypt key is at most 16 bytes, got %zu", key_len);
     size_t plen = strlen(path);
-    char *meta_path = malloc(plen + 5);
     pcb_mmkv *m = calloc(1, sizeof *m);
-    if (!m || !meta_path) {
-        free(m), free(meta_path);
+    if (m != NULL) {
+        m->path = strdup(path);
+        m->meta_path = malloc(plen + 5);
+    }
+    if (!m || !m->path || !m->meta_path) {
+        if (m)
+            free(m->path), free(m->meta_path);
+        free(m);
         return pcb_oom(st);
     }
-    memcpy(meta_path, path, plen), memcpy(meta_path + plen, ".crc", 5);
+    memcpy(m->meta_path, path, plen), memcpy(m->meta_path + plen, ".crc", 5);
     pthread_mutex_init(&m->mu, NULL);
     m->fd = m->meta_fd = -1;
     m->encrypted = key_len > 0;
     copy_bytes(m->key, key, key_len); /* zero-padded to 16 bytes */
+    pcb_bus_install();
     size_t meta_size = 0;
     int ok = map_file(path, MMKV_PAGE, &m->fd, &m->map, &m->map_size, st)
-             && map_file(meta_path, META_SIZE, &m->meta_fd, &m->meta, &meta_size, st)
+             && map_file(m->meta_path, META_SIZE, &m->meta_fd, &m->meta, &meta_size, st)
              && tab_grow(m, st);
     if (ok && m->encrypted && !(m->plain = malloc(m->map_size - 4)))
         ok = pcb_oom(st);
-    ok = ok && load(m, path, st);
-    free(meta_path);
+    if (ok) {
+        pcb_bus_guard g;
+        if (BUS_GUARD(g, m)) {
+            ok = bus_failed(m, "opening", st);
+        } else {
+            pcb_bus_arm(&g);
+            ok = load(m, path, st);
+            pcb_bus_disarm();
+        }
+    }
     if (!ok) {
         pcb_mmkv_close(m);
         return 0;
@@ -471,39 +623,129 @@ void pcb_mmkv_close(pcb_mmkv *m)
         OPENSSL_cleanse(m->plain, m->map_size - 4);
         free(m->plain);
     }
+    scratch_free(m);
     EVP_CIPHER_CTX_free(m->enc);
     OPENSSL_cleanse(m->key, sizeof m->key);
     free(m->tab);
+    free(m->path);
+    free(m->meta_path);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
 
 /* ---- reads and writes */
 
+/* A load from a mapped byte, kept (volatile): in a guarded section, a page
+ * the file no longer backs faults here. */
+static inline void touch(const uint8_t *p)
+{
+    (void)*(const volatile uint8_t *)p;
+}
+
+/* Every call's first loads: the data file's header page and the meta page,
+ * so a file cut below a page is seen by any call (no system call), also
+ * where the call would read only the encrypted model's plaintext copy. */
+static void touch_heads(const pcb_mmkv *m)
+{
+    touch(m->map);
+    touch(m->meta);
+}
+
+/* The mapped bytes of [off, off + n) of the content: their first and last
+ * pages (a record is at most a few pages; its middle is read by a copy
+ * where the model reads the mapping). */
+static void touch_span(const pcb_mmkv *m, uint32_t off, uint32_t n)
+{
+    if (n) {
+        touch(m->map + 4 + off);
+        touch(m->map + 4 + off + n - 1);
+    }
+}
+
+/* get's section: the value copied into the handle's scratch. 1, 0 (absent), -1. */
+static int get_section(pcb_mmkv *m, const uint8_t *name, size_t name_len, pcb_status *st)
+{
+    touch_heads(m);
+    ent *e = find(m, name, name_len, fnv1a(name, name_len));
+    if (!e->used || !e->val_len)
+        return 0;
+    if (m->encrypted) /* its plaintext copy answers: the file's bytes must still be there */
+        touch_span(m, e->val_off, e->val_len);
+    if (!(m->scratch = malloc(e->val_len)))
+        return pcb_oom(st), -1;
+    m->scratch_len = e->val_len;
+    copy_bytes(m->scratch, content(m) + e->val_off, e->val_len);
+    return 1;
+}
+
 int pcb_mmkv_get(pcb_mmkv *m, const uint8_t *name, size_t name_len, uint8_t **value,
                  size_t *value_len, pcb_status *st)
 {
+    int r;
     pthread_mutex_lock(&m->mu);
-    ent *e = find(m, name, name_len, fnv1a(name, name_len));
-    int r = 0;
-    if (e->used && e->val_len) {
-        *value_len = e->val_len;
-        if (!(*value = malloc(e->val_len)))
-            r = -1, pcb_oom(st);
-        else
-            copy_bytes(*value, content(m) + e->val_off, e->val_len), r = 1;
+    pcb_bus_guard g;
+    if (m->broken) {
+        r = refuse_broken(m, st) - 1;
+    } else if (BUS_GUARD(g, m)) {
+        r = bus_failed(m, "a get", st) - 1;
+    } else {
+        pcb_bus_arm(&g);
+        r = get_section(m, name, name_len, st);
+        pcb_bus_disarm();
+        if (r == 1) {
+            *value = m->scratch, *value_len = m->scratch_len;
+            m->scratch = NULL, m->scratch_len = 0;
+        }
     }
     pthread_mutex_unlock(&m->mu);
     return r;
 }
 
-int pcb_mmkv_contains(pcb_mmkv *m, const uint8_t *name, size_t name_len)
+int pcb_mmkv_contains(pcb_mmkv *m, const uint8_t *name, size_t name_len, pcb_status *st)
 {
+    int r;
     pthread_mutex_lock(&m->mu);
-    ent *e = find(m, name, name_len, fnv1a(name, name_len));
-    int r = e->used && e->val_len;
+    pcb_bus_guard g;
+    if (m->broken) {
+        r = refuse_broken(m, st) - 1;
+    } else if (BUS_GUARD(g, m)) {
+        r = bus_failed(m, "a contains", st) - 1;
+    } else {
+        pcb_bus_arm(&g);
+        touch_heads(m);
+        ent *e = find(m, name, name_len, fnv1a(name, name_len));
+        r = e->used && e->val_len;
+        if (r)
+            touch_span(m, e->name_off, e->name_len);
+        pcb_bus_disarm();
+    }
     pthread_mutex_unlock(&m->mu);
     return r;
+}
+
+/* put's section: the record appended (after a write-back when it does not
+ * fit), then the CRC, the header and the meta, then the table: a put that
+ * fails (a grow refused, out of memory) leaves the model and the file as
+ * they were; nothing can fail after the write-back or the meta. */
+static int put_section(pcb_mmkv *m, const uint8_t *name, size_t name_len, const uint8_t *rec,
+                       size_t r, uint32_t noff, uint32_t voff, size_t value_len, pcb_status *st)
+{
+    touch_heads(m); /* a cut file seen before anything changes */
+    /* The table's room first: after a write-back (which drops name's old
+     * record) nothing may fail, or the put would be half applied. */
+    if ((m->tab_used + 1) * 10 > m->tab_cap * 7 && !tab_grow(m, st))
+        return 0;
+    if (4 + (size_t)m->actual + r > m->map_size && !write_back(m, name, name_len, r, st))
+        return 0;
+    uint32_t at = m->actual;
+    if (!emit(m, at, rec, r, st)) {
+        m->broken = 1; /* the cipher stream stopped mid-record */
+        return 0;
+    }
+    m->crc = pcb_crc32(m->crc, m->map + 4 + at, r);
+    m->actual = at + (uint32_t)r;
+    write_meta(m);
+    return tab_set(m, at + noff, (uint32_t)name_len, at + voff, (uint32_t)value_len, st);
 }
 
 int pcb_mmkv_put(pcb_mmkv *m, const uint8_t *name, size_t name_len, const uint8_t *value,
@@ -522,17 +764,17 @@ int pcb_mmkv_put(pcb_mmkv *m, const uint8_t *name, size_t name_len, const uint8_
     pos += put_varint(rec + pos, (uint32_t)value_len);
     uint32_t voff = (uint32_t)pos;
     copy_bytes(rec + pos, value, value_len);
+    int ok;
     pthread_mutex_lock(&m->mu);
-    int ok = 4 + (size_t)m->actual + r <= m->map_size || write_back(m, name, name_len, r, st);
-    if (ok) {
-        uint32_t at = m->actual;
-        ok = emit(m, at, rec, r, st);
-        if (ok) {
-            m->crc = pcb_crc32(m->crc, m->map + 4 + at, r);
-            m->actual = at + (uint32_t)r;
-            write_meta(m);
-            ok = tab_set(m, at + noff, (uint32_t)name_len, at + voff, (uint32_t)value_len, st);
-        }
+    pcb_bus_guard g;
+    if (m->broken) {
+        ok = refuse_broken(m, st);
+    } else if (BUS_GUARD(g, m)) {
+        ok = bus_failed(m, "a put", st);
+    } else {
+        pcb_bus_arm(&g);
+        ok = put_section(m, name, name_len, rec, r, noff, voff, value_len, st);
+        pcb_bus_disarm();
     }
     pthread_mutex_unlock(&m->mu);
     OPENSSL_cleanse(rec, r);
@@ -543,9 +785,19 @@ int pcb_mmkv_put(pcb_mmkv *m, const uint8_t *name, size_t name_len, const uint8_
 int pcb_mmkv_sync(pcb_mmkv *m, pcb_status *st)
 {
     pthread_mutex_lock(&m->mu);
-    int ok = pcb_sys_msync(m->map, m->map_size, MS_SYNC) == 0 && pcb_sys_msync(m->meta, META_SIZE, MS_SYNC) == 0;
+    int ok;
+    if (m->broken)
+        ok = refuse_broken(m, st);
+    else if (!check_size(m, st)) /* a cut file: msync would call the lost records durable */
+        ok = 0;
+    else if (pcb_sys_msync(m->map, m->map_size, MS_SYNC) != 0)
+        ok = pcb_fail_os(st, "mmkv model: msync of %s", m->path);
+    else if (pcb_sys_msync(m->meta, META_SIZE, MS_SYNC) != 0)
+        ok = pcb_fail_os(st, "mmkv model: msync of %s", m->meta_path);
+    else
+        ok = 1;
     pthread_mutex_unlock(&m->mu);
-    return ok || pcb_fail_os(st, "mmkv model: msync");
+    return ok;
 }
 
 size_t pcb_mmkv_count(pcb_mmkv *m)
