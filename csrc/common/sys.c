@@ -231,14 +231,9 @@ int pcb_sys_msync(void *p, size_t len, int flags)
  * interrupted request is not retried: the caller's wait loop tries again. */
 int pcb_sys_fcntl_lock(int fd, int cmd, struct flock *fl)
 {
-    PCB_SYS_CHECK_(PCB_SYS_fcntl_lock, -1);
-    return fcntl(fd, cmd, fl);
+    PCB_SYS_RETRY_(PCB_SYS_fcntl_lock, int, -1, fcntl(fd, cmd, fl));
 }
-int pcb_sys_flock(int fd, int op)
-{
-    PCB_SYS_CHECK_(PCB_SYS_flock, -1);
-    return flock(fd, op);
-}
+int pcb_sys_flock(int fd, int op) { PCB_SYS_RETRY_(PCB_SYS_flock, int, -1, flock(fd, op)); }
 
 
 int pcb_sys_fallocate(int fd, off_t at, off_t len)

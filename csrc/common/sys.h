@@ -100,10 +100,11 @@ int pcb_sys_fchown(int fd, uid_t uid, gid_t gid);
 DIR *pcb_sys_fdopendir(int fd); /* not retried */
 void *pcb_sys_mmap(void *at, size_t len, int prot, int flags, int fd, off_t off); /* not retried */
 int pcb_sys_msync(void *p, size_t len, int flags);
-/* One non-blocking lock request (F_OFD_SETLK, F_SETLK, F_GETLK ...). An
- * interrupted request is not retried: the caller's wait loop tries again. */
+/* One lock request (F_OFD_SETLK, F_SETLK, F_GETLK ...; flock with LOCK_NB):
+ * non-blocking, so an interrupted one is simply made again; a caller's wait
+ * (lock.c) sleeps between requests and looks at Ctrl-C there. */
 int pcb_sys_fcntl_lock(int fd, int cmd, struct flock *fl);
-int pcb_sys_flock(int fd, int op); /* not retried, as fcntl_lock */
+int pcb_sys_flock(int fd, int op);
 /* Fills buf (at most 256 bytes) from the kernel's randomness without
  * blocking: getrandom(GRND_NONBLOCK) on Linux, getentropy elsewhere (or
  * forced). 0, or -1 with errno set. */

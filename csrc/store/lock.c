@@ -174,14 +174,14 @@ static int kernel_try(int fd)
     fl.l_whence = SEEK_SET; /* l_start = l_len = 0: the whole file */
     if (pcb_sys_fcntl_lock(fd, F_OFD_SETLK, &fl) == 0)
         return 1;
-    if (errno == EAGAIN || errno == EACCES || errno == EINTR)
+    if (errno == EAGAIN || errno == EACCES) /* EINTR: retried by common/sys.c */
         return 0;
     if (errno != EINVAL) /* EINVAL: no OFD locks (before Linux 3.15): flock below */
         return -1;
 #endif
     if (pcb_sys_flock(fd, LOCK_EX | LOCK_NB) == 0)
         return 1;
-    return errno == EWOULDBLOCK || errno == EAGAIN || errno == EINTR ? 0 : -1;
+    return errno == EWOULDBLOCK || errno == EAGAIN ? 0 : -1;
 }
 
 /* One attempt: 1 taken, 0 held by another, -1 error (errno set). A lock
