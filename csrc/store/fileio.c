@@ -214,17 +214,25 @@ int pcb_read_private_file(const char *path, size_t len, const char *what, uint8_
                  (long long)sb.st_size);
     else {
         size_t n = 0;
+        ssize_t r = 0;
         while (n < len) {
-            ssize_t r = pcb_sys_read(fd, out + n, len - n);
+            r = pcb_sys_read(fd, out + n, len - n);
             if (r <= 0)
                 break;
             n += (size_t)r;
         }
         ok = n == len;
         if (!ok) {
+            /* A read error is the disk's (OSError with its errno), not a file of the
+             * wrong size: only a file that ended early is a format error. */
+            int err = errno;
             OPENSSL_cleanse(out, len);
-            pcb_fail(st, PCB_E_FORMAT, "%s %s must hold exactly %zu bytes, %zu could be read",
-                     what, path, len, n);
+            if (r < 0) {
+                errno = err;
+                pcb_fail_os(st, "cannot read %s %s", what, path);
+            } else
+                pcb_fail(st, PCB_E_FORMAT, "%s %s must hold exactly %zu bytes, %zu could be read",
+                         what, path, len, n);
         }
     }
     pcb_sys_close(fd);
