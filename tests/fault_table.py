@@ -179,6 +179,10 @@ class Op:
         st = w.stores.get(c.main)
         return None if st is None else st.mem
 
+    def file_of(self, c: Ctx, w: World) -> Any:
+        """What the model says file_state() shows in world w."""
+        return None if w.file is None else dict(w.file)
+
     def file_state(self, c: Ctx, w: World) -> Any:
         """The file as a fresh Store reads it (None: no file), opened as world w says."""
         if not os.path.exists(c.path):
@@ -269,8 +273,25 @@ class MergeCommit(Commit):
 
 
 class Rotate(Op):
+    """A rotation leaves the contents as they were: the file's state is its contents and
+    whether its keysets are the ones before (the value keyset's primary key id, which
+    every rotation changes)."""
+
     name = "rotate"
     modes = ("entries", "file", "cache", "faithful")
+
+    def setup(self, c: Ctx) -> None:
+        super().setup(c)
+        c.extra["primary"] = store.inspect(c.path).value_keyset.primary_key_id
+
+    def file_of(self, c: Ctx, w: World) -> Any:
+        return (super().file_of(c, w), "keys rotated" if w.keys else "keys as before")
+
+    def file_state(self, c: Ctx, w: World) -> Any:
+        contents = super().file_state(c, w)
+        ks = store.inspect(c.path).value_keyset
+        rotated = ks is None or ks.primary_key_id != c.extra["primary"]
+        return (contents, "keys rotated" if rotated else "keys as before")
 
     def run(self, c: Ctx) -> None:
         c.stores["a"].rotate()
@@ -542,7 +563,7 @@ def run_case(op: Op, mode: str, call: str, nth: int, errno_label: str,
             [("published", after)]
         files = {lbl: op.file_state(c, w) for lbl, w in cands}
         mem_is = [lbl for lbl, w in cands if op.mem_of(c, w) == mem]
-        file_is = [lbl for lbl, w in cands if files[lbl] == _file_of(w)]
+        file_is = [lbl for lbl, w in cands if files[lbl] == op.file_of(c, w)]
         if raised is not None and op.either_file_on_raise and mem is None:
             file_is = [lbl for lbl in ("before", "published") if lbl in file_is] or file_is
             mem_is = file_is if file_is else mem_is
@@ -560,19 +581,19 @@ def run_case(op: Op, mode: str, call: str, nth: int, errno_label: str,
                             + (f"the {'/'.join(file_is)} state" if file_is else
                                repr(files[mem_is[0]])))
         if chosen is not None and outcome == "published" and raised is not None and op.says_published \
-                and _file_of(before) != _file_of(after) and not PUBLISHED_WORDS.search(str(raised)):
+                and op.file_of(c, before) != op.file_of(c, after) and not PUBLISHED_WORDS.search(str(raised)):
             problems.append("published, but the error does not say the change is in the file")
         # The store stays usable and a retry publishes.
-        if chosen is not None and not problems:
+        if chosen is not None:
             try:
                 w2, mem2 = op.retry(c, chosen)
                 want2 = w2.stores[c.main].mem
                 if mem2 != want2:
                     problems.append(f"after the retry memory is {mem2!r}, the model says {want2!r}")
                 f2 = op.file_state(c, w2)
-                if f2 != _file_of(w2):
+                if f2 != op.file_of(c, w2):
                     problems.append(f"after the retry the file holds {f2!r}, the model says "
-                                    f"{_file_of(w2)!r}")
+                                    f"{op.file_of(c, w2)!r}")
             except Exception as e:  # noqa: BLE001
                 problems.append(f"the retry failed: {type(e).__name__}: {e}")
     except Exception as e:  # noqa: BLE001 - the harness itself must report, not die
@@ -584,10 +605,6 @@ def run_case(op: Op, mode: str, call: str, nth: int, errno_label: str,
     return Result(op.name, mode, call, nth, errno_label, fired,
                   None if raised is None else f"{type(raised).__name__}: {raised}"[:300],
                   outcome, problems)
-
-
-def _file_of(w: World) -> dict[str, Any] | None:
-    return None if w.file is None else dict(w.file)
 
 
 # ------------------------------------------------------------------ the table

@@ -118,6 +118,7 @@ class World:
     file: dict[str, Any] | None = None   # None: no file
     version: int = 0
     passphrase: str | None = None        # what opens the file (passphrase stores)
+    keys: int = 0                        # rotations of the file's keysets so far
     stores: dict[str, StoreState] = field(default_factory=dict)
 
     def copy(self) -> World:
@@ -198,6 +199,7 @@ class World:
         """A rotation: flush, then the same contents written (and, with ``passphrase``, the
         file then opens with it). Full rotations make the other Stores stale."""
         w = self.flush(sid).write(sid)
+        w.keys += 1
         if passphrase is not None:
             w.stores[sid].passphrase = passphrase
             w.passphrase = passphrase
