@@ -16,15 +16,17 @@ store; in the other modes the first, the last and one more seeded point of each 
 (``PCB_FAULT_SAMPLE=0`` runs every point everywhere; bench/bench_faults.py prints the full
 table). Cases run on /dev/shm where there is one.
 
+Fixed here (regression tests: ``test_post_rename_failure_counts_as_published``): a failure
+after the rename put the new file in place (the directory's open or fsync) was reported as
+an unpublished write: a commit put memory back although the file held the change, a
+rotation put the old keys back over a file sealed under the new ones (every later write:
+"re-keyed by another writer"), and flush/close/open said the write failed. Now the change
+counts as published (memory keeps it; an apply's write stays pending until a write whose
+directory sync succeeds) and the error says the file holds it with its durability unknown.
+
 Known bugs (each with its own ``xfail(strict=True)`` test below, which flips when the
 fix lands: then delete the xfail and its ``KNOWN`` entry, which the table tests use to
 tell known mismatches from new ones):
-- ``post-rename``: a failure after the rename put the new file in place (the directory's
-  open or fsync) is reported as an unpublished write: a commit puts memory back although
-  the file holds the change (memory differs from disk until the next write merges it back
-  in), a rotation puts the old keys back over a file sealed under the new ones (every later
-  write: "re-keyed by another writer"), and flush/close/open say the write failed, not that
-  it is in the file with its durability unknown.
 - ``clear-merge``: issue 25's defect 1: after another writer's commit, a failed write of an
   applied ``clear()`` leaves the other writer's file in memory, and the next flush writes it.
 - ``create-tmp``: a failed unlink of the temporary file after ``link()`` made a new master
@@ -56,14 +58,6 @@ def _disarmed():
 # ------------------------------------------------------------------ known bugs
 
 
-def _post_rename(r: ft.Result) -> bool:
-    return r.call in ("fsync", "open") and any(
-        "memory is the before state but the file holds the published state" in p
-        or "published, but the error does not say" in p
-        or ("the retry failed" in p and "re-keyed by another writer" in p)
-        for p in r.problems)
-
-
 def _clear_merge(r: ft.Result) -> bool:
     return r.op == "clear+put+apply" and any("is neither the state before" in p for p in r.problems)
 
@@ -73,9 +67,6 @@ def _create_tmp(r: ft.Result) -> bool:
 
 
 KNOWN = {
-    "post-rename": (_post_rename, "a failure after the rename (directory open/fsync) is reported "
-                    "as an unpublished write: memory is put back (keys too, for a rotation) although "
-                    "the file holds the change, and the error does not say it is in the file"),
     "clear-merge": (_clear_merge, "issue 25 defect 1: a failed write of an applied clear() after "
                     "another writer's commit leaves that writer's file in memory (merge_others records "
                     "the file as the map before the merge, pcb_share_merge did not swap)"),
@@ -161,15 +152,6 @@ def _last(op: str, mode: str, call: str) -> int:
 
 KNOWN_CASES = [
     # (known bug, op, mode, call, nth (-1: the op's last call of that name), errno)
-    ("post-rename", "commit", "entries", "fsync", -1, "EIO"),
-    ("post-rename", "commit", "file", "fsync", -1, "ENOSPC"),
-    ("post-rename", "commit", "plain", "open", -1, "EIO"),
-    ("post-rename", "merge-commit", "cache", "fsync", -1, "EIO"),
-    ("post-rename", "rotate", "entries", "fsync", -1, "EIO"),
-    ("post-rename", "rotate-passphrase", "passphrase", "fsync", -1, "EIO"),
-    ("post-rename", "apply+flush", "entries", "fsync", -1, "EIO-persist"),
-    ("post-rename", "close-pending", "faithful", "fsync", -1, "EIO-persist"),
-    ("post-rename", "create", "entries", "fsync", -1, "EIO"),
     ("clear-merge", "clear+put+apply", "entries", "write", 1, "EIO"),
     ("clear-merge", "clear+put+apply", "file", "rename", 1, "EIO-persist"),
     ("clear-merge", "clear+put+apply", "cache", "fsync", 1, "ENOSPC"),
@@ -178,6 +160,63 @@ KNOWN_CASES = [
     ("create-tmp", "create", "entries", "unlink", 1, "EIO"),
     ("create-tmp", "create", "passphrase", "unlink", 1, "EIO"),
 ]
+
+
+POST_RENAME_CASES = [
+    # (op, mode, call, nth (-1: the op's last call of that name: the directory's), errno)
+    ("commit", "entries", "fsync", -1, "EIO"),
+    ("commit", "file", "fsync", -1, "ENOSPC"),
+    ("commit", "plain", "open", -1, "EIO"),
+    ("merge-commit", "cache", "fsync", -1, "EIO"),
+    ("rotate", "entries", "fsync", -1, "EIO"),
+    ("rotate", "faithful", "open", -1, "ENOSPC"),
+    ("rotate-lazy", "file", "fsync", -1, "EIO"),
+    ("rotate-passphrase", "passphrase", "fsync", -1, "EIO"),
+    ("apply+flush", "entries", "fsync", -1, "EIO"),
+    ("close-pending", "faithful", "fsync", -1, "EIO"),
+    ("create", "entries", "fsync", -1, "EIO"),
+]
+
+
+@pytest.mark.parametrize("op,mode,call,nth,errno_label", POST_RENAME_CASES,
+                         ids=[f"{c[0]}-{c[1]}-{c[2]}{c[3]}-{c[4]}" for c in POST_RENAME_CASES])
+def test_post_rename_failure_counts_as_published(op, mode, call, nth, errno_label):
+    """The directory's open or fsync fails after the rename: the change is in the file, so
+    memory keeps it, the error says so (durability unknown), and a retry goes on (a
+    rotation's next write is not refused as another writer's re-keying)."""
+    n = _last(op, mode, call) if nth == -1 else nth
+    r = ft.run_case(ft.OPS[op], mode, call, n, errno_label)
+    assert r.fired, f"{r.key} fired nothing: the case no longer reaches the point"
+    assert not r.problems, r.describe()
+    assert r.outcome == "published", r.describe()
+    if r.raised is not None:
+        assert "durability is unknown" in r.raised, r.describe()
+
+
+def test_post_rename_failure_of_an_apply_stays_pending_until_synced():
+    """The background write's directory fsync fails from then on: flush raises saying the
+    changes are in the file; once the disk is back a flush succeeds and nothing is pending."""
+    import tempfile
+
+    from pycipherbench import store
+
+    with tempfile.TemporaryDirectory(dir=ft.base_dir()) as d:
+        s = store.open(os.path.join(d, "s.xml"), master_key_file=os.path.join(d, "mk"))
+        try:
+            s.edit().put_string("a", "1").commit()
+            _core._fault(nth=2, errno=5, calls=("fsync",), mode="persist")
+            try:
+                s.edit().put_string("b", "2").apply()
+                with pytest.raises(OSError, match="in the file, but its durability is unknown"):
+                    s.flush()
+            finally:
+                _core._fault()
+            assert s.all() == {"a": "1", "b": "2"}
+            with store.open(os.path.join(d, "s.xml"), master_key_file=os.path.join(d, "mk")) as f:
+                assert f.all() == {"a": "1", "b": "2"}
+            s.flush()
+        finally:
+            s.close()
 
 
 @pytest.mark.parametrize(

@@ -11,12 +11,12 @@ one (and a raise under no fault, or a non-OSError, fails). Budget: a fixed numbe
 examples (``derandomize=True``) per store mode in the README's run;
 ``PCB_STATEFUL_EXAMPLES=N`` (bench/bench_stateful.py) runs more.
 
-The main machines do not inject the two failures whose known bugs tests/test_store_faults.py
-marks (a failure after the rename: the directory's open and fsync; a failed write of an
-applied clear()): they allow the first open (the lock file) and the first fsync (the
-temporary file) of an operation, and no clear() in an apply that has a fault armed. Two
-small machines inject exactly those and are strict xfails naming the bug: when a fix
-lands they pass, and then the restriction above can go.
+The main machines do not inject the failure whose known bug tests/test_store_faults.py
+marks (clear-merge: a failed write of an applied clear() after another writer's commit):
+no clear() in an apply that has a fault armed. A small machine injects exactly that and is
+a strict xfail naming the bug: when the fix lands it passes, and then the restriction can
+go. Another (PostRenameMachine) makes every commit's directory fsync fail, the failure
+after the rename that is fixed here: it must pass.
 """
 
 from __future__ import annotations
@@ -54,12 +54,10 @@ OPS = st.lists(st.one_of(st.tuples(st.just("put"), KEYS, VALUES),
 EDITS = st.builds(lambda ops, clear: Edit(list(ops), clear), OPS,
                   st.sampled_from([False, False, False, True]))
 #: (call, nth, errno label): what the main machines inject.
-SAFE_FAULTS = st.one_of(
-    st.tuples(st.sampled_from(["write", "rename", "close", "pread", "pwrite", "stat", "lstat",
-                               "fchmod", "fstat", "read", "fcntl_lock", "unlinkat"]),
-              st.integers(1, 3), st.sampled_from(list(ft.ERRNOS))),
-    st.tuples(st.sampled_from(["open", "fsync"]), st.just(1), st.sampled_from(list(ft.ERRNOS))),
-)
+SAFE_FAULTS = st.tuples(
+    st.sampled_from(["open", "fsync", "write", "rename", "close", "pread", "pwrite", "stat",
+                     "lstat", "fchmod", "fstat", "read", "fcntl_lock", "unlinkat"]),
+    st.integers(1, 4), st.sampled_from(list(ft.ERRNOS)))
 
 
 @pytest.fixture(autouse=True)
@@ -344,9 +342,7 @@ class ClearMergeMachine(StoreMachine):
         self.apply_flush(i, Edit([("put", k, v)], True))
 
 
-@pytest.mark.xfail(strict=True, reason="known bug post-rename (tests/test_store_faults.py): a "
-                   "directory fsync failure after the rename undoes a commit the file holds")
-def test_known_bug_post_rename_stateful():
+def test_directory_fsync_failures_after_the_rename_stateful():
     m = _machine("entries", PostRenameMachine)
     m.TestCase.settings = settings(SETTINGS, max_examples=30, phases=NO_SHRINK)
     m.TestCase().runTest()

@@ -339,6 +339,11 @@ static char *resolve_links(const char *path, pcb_status *st)
     return NULL;
 }
 
+/* Whether this thread's last pcb_atomic_write got past its rename (fileio.h). */
+static __thread int in_place;
+
+int pcb_atomic_write_in_place(void) { return in_place; }
+
 /* Writes data to path atomically: a new temporary file, fsync, rename over
  * path, fsync the directory. A crash leaves the old file or the new one. A
  * symbolic link is kept (its target is replaced, in the target's
@@ -347,6 +352,7 @@ int pcb_atomic_write(const char *path, const char *dir, const char *data, size_t
                         mode_t mode, pcb_status *st)
 {
     char tmp[PATH_MAX + 64];
+    in_place = 0;
     char *target = resolve_links(path, st), *tdir = NULL;
     if (target == NULL)
         return 0;
@@ -364,8 +370,10 @@ int pcb_atomic_write(const char *path, const char *dir, const char *data, size_t
         errno = err;
         ok = pcb_fail_os(st, "cannot replace %s", target);
     }
+    in_place = ok; /* from here on the file holds the new data */
     if (ok && !pcb_fsync_dir(linked ? tdir : dir))
-        ok = pcb_fail_os(st, "cannot sync directory %s", linked ? tdir : dir);
+        ok = pcb_fail_os(st, "cannot sync directory %s (%s holds the new data, its "
+                         "durability is unknown)", linked ? tdir : dir, target);
     free(target);
     free(tdir);
     return ok;
@@ -392,7 +400,8 @@ int pcb_atomic_create(const char *path, const char *dir, const char *data, size_
         return pcb_fail_os(st, "cannot create %s", path);
     }
     if (!pcb_fsync_dir(dir))
-        return pcb_fail_os(st, "cannot sync directory %s", dir);
+        return pcb_fail_os(st, "cannot sync directory %s (%s was created, its durability "
+                           "is unknown)", dir, path);
     return 1;
 }
 
