@@ -6,7 +6,8 @@ Usage: python bench/bench_faults.py [--op NAME ...] [--mode NAME ...] [--dir DIR
 
 Every operation of tests/fault_table.py (create at open, open, commit, apply + flush,
 clear + put + apply after another writer's commit, a commit merging another writer's,
-full/lazy/passphrase rotation, close with pending changes, the MMKV model's put + flush),
+full/lazy/passphrase/master-key rotation, close with pending changes, the MMKV model's
+open and put + flush),
 in every store mode it applies to (entries, layout="file", cache, faithful, plain; a
 passphrase store; the MMKV model), every system call it makes, every call of that name
 (nth = 1, 2, ... until nothing fires), every errno mode (EIO, ENOSPC, EINTR once, a short

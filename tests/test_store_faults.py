@@ -2,8 +2,8 @@
 
 For each operation of tests/fault_table.py (create at open, open, commit, apply + flush,
 clear + put + apply after another writer's commit, a commit merging another writer's,
-full, lazy and passphrase rotation, close with pending changes, the MMKV model's put and
-flush), each store mode (entries, ``layout="file"``, cache, faithful, plain), each system
+full, lazy, passphrase and master-key rotation, close with pending changes, the MMKV
+model's open and its put and flush), each store mode (entries, ``layout="file"``, cache, faithful, plain), each system
 call the operation makes (``_core._fault_calls()``), each of its calls of that name
 (nth = 1, 2, ... until nothing fires) and each errno mode (EIO, ENOSPC, EINTR once, a short
 write, EIO from then on): the operation raises an ``OSError`` or succeeds as the model
@@ -30,7 +30,9 @@ tell known mismatches from new ones):
 - ``clear-merge``: issue 25's defect 1: after another writer's commit, a failed write of an
   applied ``clear()`` leaves the other writer's file in memory, and the next flush writes it.
 - ``create-tmp``: a failed unlink of the temporary file after ``link()`` made a new master
-  key file (or ``.scrypt`` file) leaves a second name of it, which no sweep removes.
+  key file (at a store's creation, or ``rotate(master_key_file=new)``) or ``.scrypt`` file
+  leaves a second name of it (``.master.key.<pid><random>.tmp``: the key), which no sweep
+  removes.
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ def _clear_merge(r: ft.Result) -> bool:
 
 
 def _create_tmp(r: ft.Result) -> bool:
-    return r.op == "create" and r.call == "unlink" and all("temporary files left" in p for p in r.problems)
+    return r.op in ("create", "rotate-master-key") and r.call == "unlink" \
+        and all("temporary files left" in p for p in r.problems)
 
 
 KNOWN = {
@@ -159,6 +162,7 @@ KNOWN_CASES = [
     ("clear-merge", "clear+put+apply", "plain", "fsync", 1, "EIO"),
     ("create-tmp", "create", "entries", "unlink", 1, "EIO"),
     ("create-tmp", "create", "passphrase", "unlink", 1, "EIO"),
+    ("create-tmp", "rotate-master-key", "entries", "unlink", 1, "ENOSPC"),
 ]
 
 
