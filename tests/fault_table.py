@@ -161,6 +161,10 @@ class Op:
         once, so for an apply the write's "before" is the applied, pending state)."""
         return c.world
 
+    def middles(self, c: Ctx) -> list[tuple[str, World]]:
+        """Outcomes between before and published, for an operation of two writes."""
+        return []
+
     def after(self, c: Ctx) -> World:
         raise NotImplementedError
 
@@ -328,6 +332,27 @@ class RotatePassphrase(Rotate):
 
     def after(self, c: Ctx) -> World:
         return c.world.full_rotate("a", NEW_PASS)
+
+
+class RotatePending(Rotate):
+    """A rotation with an applied change pending: rotate() flushes it first (one write),
+    then rotates (another); a failure of the second leaves the first published."""
+
+    name = "rotate-pending"
+    EDIT = Edit().put("k1", "new").remove("n")
+
+    def run(self, c: Ctx) -> None:
+        self.EDIT.replay(c.stores["a"].edit()).apply()
+        c.stores["a"].rotate()
+
+    def before(self, c: Ctx) -> World:
+        return c.world.apply("a", self.EDIT)
+
+    def middles(self, c: Ctx) -> list[tuple[str, World]]:
+        return [("flushed", c.world.apply("a", self.EDIT).flush("a"))]
+
+    def after(self, c: Ctx) -> World:
+        return c.world.apply("a", self.EDIT).full_rotate("a")
 
 
 class RotateMasterKey(Rotate):
@@ -515,7 +540,7 @@ class MMKVOpen(MMKVPutFlush):
 
 OPS: dict[str, Op] = {op.name: op for op in (
     CreateAtOpen(), OpenExisting(), Commit(), ApplyFlush(), ClearPutApply(), MergeCommit(),
-    Rotate(), RotateLazy(), RotatePassphrase(), RotateMasterKey(), ClosePending(),
+    Rotate(), RotateLazy(), RotatePassphrase(), RotateMasterKey(), RotatePending(), ClosePending(),
     MMKVPutFlush(), MMKVOpen())}
 
 
@@ -623,8 +648,8 @@ def run_case(op: Op, mode: str, call: str, nth: int, errno_label: str,
         if not lock_free:
             problems.append("the file lock is still held")
         # Which outcome memory and the file show (a raise allows the state before too).
-        cands = [("before", before), ("published", after)] if raised is not None else \
-            [("published", after)]
+        cands = [("before", before), *op.middles(c), ("published", after)] if raised is not None \
+            else [("published", after)]
         files = {lbl: op.file_state(c, w) for lbl, w in cands}
         mem_is = [lbl for lbl, w in cands if op.mem_of(c, w) == mem]
         file_is = [lbl for lbl, w in cands if files[lbl] == op.file_of(c, w)]

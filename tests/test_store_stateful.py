@@ -230,7 +230,7 @@ def _machine(mode: str, base=StoreMachine, **attrs):
     return type(f"{base.__name__}_{mode}", (base,), {"MODE": mode, **attrs})
 
 
-MODES = ("entries", "file", "cache", "faithful", "plain")
+MODES = ("entries", "file", "cache", "faithful", "plain", "passphrase")
 
 
 @pytest.mark.parametrize("mode", MODES)
