@@ -59,6 +59,7 @@ MODES = {
     "faithful": {"faithful": True},
     "plain": {"encrypted": False},
     "passphrase": {},
+    "try-once": {"lock_timeout": 0},  # a write tries the file lock once (README)
 }
 
 OLD_PASS, NEW_PASS = "old passphrase", "new passphrase"
@@ -220,6 +221,7 @@ class Op:
 
 class Commit(Op):
     name = "commit"
+    modes = Op.modes + ("try-once",)
     EDIT = Edit().put("k1", "new").remove("n")
 
     def run(self, c: Ctx) -> None:

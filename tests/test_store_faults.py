@@ -32,6 +32,8 @@ tell known mismatches from new ones):
 - ``flush-lock`` (found here, no fault needed): ``flush()`` returns while the background
   writer still holds the file lock, so another writer trying once (``lock_timeout=0``) times
   out (``test_the_file_lock_is_free_when_flush_returns``).
+- ``lock-eintr``: an interrupted lock request counts as "held by another writer": with
+  ``lock_timeout=0`` (one try) a commit raises ``TimeoutError`` with no other writer.
 - ``create-tmp``: a failed unlink of the temporary file after ``link()`` made a new master
   key file (at a store's creation, or ``rotate(master_key_file=new)``) or ``.scrypt`` file
   leaves a second name of it (``.master.key.<pid><random>.tmp``: the key), which no sweep
@@ -67,6 +69,10 @@ def _clear_merge(r: ft.Result) -> bool:
     return r.op == "clear+put+apply" and any("is neither the state before" in p for p in r.problems)
 
 
+def _lock_eintr(r: ft.Result) -> bool:
+    return r.call == "fcntl_lock" and r.errno == "EINTR" and (r.raised or "").startswith("TimeoutError")
+
+
 def _create_tmp(r: ft.Result) -> bool:
     return r.op in ("create", "rotate-master-key") and r.call == "unlink" \
         and all("temporary files left" in p for p in r.problems)
@@ -76,6 +82,9 @@ KNOWN = {
     "clear-merge": (_clear_merge, "issue 25 defect 1: a failed write of an applied clear() after "
                     "another writer's commit leaves that writer's file in memory (merge_others records "
                     "the file as the map before the merge, pcb_share_merge did not swap)"),
+    "lock-eintr": (_lock_eintr, "lock.c's kernel_try counts an interrupted lock request (EINTR) as "
+                   "'held by another': with lock_timeout=0 (one try) a commit raises TimeoutError "
+                   "'another writer held the store's lock file' with no other writer"),
     "create-tmp": (_create_tmp, "pcb_atomic_create ignores a failed unlink of its temporary file after "
                    "link(): a second name of the new master key / .scrypt file stays, never swept"),
 }
@@ -163,6 +172,7 @@ KNOWN_CASES = [
     ("clear-merge", "clear+put+apply", "cache", "fsync", 1, "ENOSPC"),
     ("clear-merge", "clear+put+apply", "faithful", "write", 1, "EIO-persist"),
     ("clear-merge", "clear+put+apply", "plain", "fsync", 1, "EIO"),
+    ("lock-eintr", "commit", "try-once", "fcntl_lock", 1, "EINTR"),
     ("create-tmp", "create", "entries", "unlink", 1, "EIO"),
     ("create-tmp", "create", "passphrase", "unlink", 1, "EIO"),
     ("create-tmp", "rotate-master-key", "entries", "unlink", 1, "ENOSPC"),
