@@ -153,6 +153,8 @@ class Op:
         c.open("a")
         Edit().put("k0", "v0").put("n", 1).replay(c.stores["a"].edit()).commit()
         c.world = World().open("a").commit("a", Edit().put("k0", "v0").put("n", 1))
+        os.chmod(c.path, 0o640)  # "an existing store keeps its mode": every write must keep it
+        c.extra["mode"] = 0o640
 
     def run(self, c: Ctx) -> None:
         raise NotImplementedError
@@ -644,6 +646,10 @@ def run_case(op: Op, mode: str, call: str, nth: int, errno_label: str,
         fd_ok = settled(lambda: fd_count() == fds + held)
         if not fd_ok:
             problems.append(f"{fd_count() - fds - held:+d} descriptors left open")
+        if c.extra.get("mode") and os.path.exists(c.path) \
+                and (os.stat(c.path).st_mode & 0o7777) != c.extra["mode"]:
+            problems.append(f"the file's mode changed from {c.extra['mode']:04o} to "
+                            f"{os.stat(c.path).st_mode & 0o7777:04o}")
         leftovers = tmp_files(c.dir)
         if leftovers:
             problems.append(f"temporary files left: {leftovers}")

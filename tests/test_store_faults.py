@@ -16,7 +16,10 @@ store; in the other modes the first, the last and one more seeded point of each 
 (``PCB_FAULT_SAMPLE=0`` runs every point everywhere; bench/bench_faults.py prints the full
 table). Cases run on /dev/shm where there is one.
 
-Fixed here (regression tests: ``test_post_rename_failure_counts_as_published``): a failure
+Fixed here (regression tests: ``test_post_rename_failure_counts_as_published``, and the
+table's mode check with ``test_a_failed_stat_of_the_file_being_replaced_keeps_its_mode``:
+a failed stat of the file a write replaces counted as "no file", and the write replaced a
+0640 store by a 0600 one). A failure
 after the rename put the new file in place (the directory's open or fsync) was reported as
 an unpublished write: a commit put memory back although the file held the change, a
 rotation put the old keys back over a file sealed under the new ones (every later write:
@@ -286,3 +289,27 @@ def test_the_file_lock_is_free_when_flush_returns():
                 break
     assert (held, timeouts) == (0, 0), f"of {tries} flushes, {held} returned with the lock held " \
         f"and {timeouts} let a one-try commit time out"
+
+
+def test_a_failed_stat_of_the_file_being_replaced_keeps_its_mode():
+    """pcb_atomic_write stats the file it replaces to keep its mode and owner; a stat that
+    fails (not ENOENT) used to count as "no file", so the commit succeeded and the 0640 store
+    became 0600 (its owner not kept either). Now the write fails first and nothing changes."""
+    import tempfile
+
+    from pycipherbench import store
+
+    with tempfile.TemporaryDirectory(dir=ft.base_dir()) as d:
+        p = os.path.join(d, "s.xml")
+        with store.open(p, master_key_file=os.path.join(d, "mk")) as s:
+            s.edit().put_string("a", "1").commit()
+            os.chmod(p, 0o640)
+            _core._fault(nth=2, errno=5, calls=("stat",))  # commit's 2nd stat: the file replaced
+            try:
+                with pytest.raises(OSError, match="stat of the file it replaces"):
+                    s.edit().put_string("b", "2").commit()
+            finally:
+                _core._fault()
+            assert s.all() == {"a": "1"}
+            s.edit().put_string("b", "2").commit()
+        assert os.stat(p).st_mode & 0o7777 == 0o640

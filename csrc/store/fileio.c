@@ -362,8 +362,11 @@ int pcb_atomic_write(const char *path, const char *dir, const char *data, size_t
         return pcb_oom(st);
     }
     struct stat old;
-    int have_old = pcb_sys_stat(target, &old) == 0 && S_ISREG(old.st_mode);
-    int ok = write_tmp(target, data, len, mode, have_old ? &old : NULL, tmp, sizeof tmp, st);
+    int have_old = pcb_sys_stat(target, &old) == 0, ok = 1;
+    if (!have_old && errno != ENOENT) /* not "no file": the mode and owner to keep are unknown */
+        ok = pcb_fail_os(st, "cannot write %s (stat of the file it replaces)", target);
+    have_old = have_old && S_ISREG(old.st_mode);
+    ok = ok && write_tmp(target, data, len, mode, have_old ? &old : NULL, tmp, sizeof tmp, st);
     if (ok && pcb_sys_rename(tmp, target) != 0) {
         int err = errno;
         pcb_sys_unlink(tmp);
