@@ -85,6 +85,7 @@ class StoreMachine(RuleBasedStateMachine):
         for sid in self.SIDS:
             self.stores[sid] = store.open(self.ctx.path, **self.ctx.opts(), lock_timeout=2.0)
             self.world = self.world.open(sid, creates=self.MODE != "plain")
+        self.fds = None  # descriptors open between steps, from the first check on
 
     def teardown(self) -> None:
         _core._fault()
@@ -224,6 +225,9 @@ class StoreMachine(RuleBasedStateMachine):
         assert self._file() == self.world.file
         assert ft.tmp_files(self.ctx.dir) == []
         assert ft.settled(lambda: ft.lock_is_free(self.ctx.path + "-lock"))
+        if self.fds is None:
+            self.fds = ft.fd_count()
+        assert ft.settled(lambda: ft.fd_count() == self.fds), (ft.fd_count(), self.fds)
 
 
 def _machine(mode: str, base=StoreMachine, **attrs):
