@@ -3,7 +3,7 @@
 
 Usage: python bench/bench_stateful.py [--examples 200] [--steps 40] [pytest args...]
 
-The README's test run gives each store mode a dozen examples of 20 steps (derandomized);
+The README's test run gives each store mode 40 examples of 25 steps (derandomized);
 this runs the same machines (three Store objects on one file with injected system-call
 failures, in every store mode; two Stores and a child process; the known-bug machines,
 strict xfails) with ``--examples`` examples of ``--steps`` steps each, through pytest, and

@@ -38,8 +38,8 @@ import fault_table as ft
 from conftest import finish_child, spawn_child
 from store_model import Edit, World
 
-EXAMPLES = int(os.environ.get("PCB_STATEFUL_EXAMPLES", "12"))
-STEPS = int(os.environ.get("PCB_STATEFUL_STEPS", "20"))
+EXAMPLES = int(os.environ.get("PCB_STATEFUL_EXAMPLES", "40"))
+STEPS = int(os.environ.get("PCB_STATEFUL_STEPS", "25"))
 SETTINGS = settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
                     derandomize=True, suppress_health_check=list(HealthCheck))
 
