@@ -2,13 +2,14 @@
 
 For each operation of tests/fault_table.py (create at open, open, commit, apply + flush,
 clear + put + apply after another writer's commit, a commit merging another writer's,
-full, lazy, passphrase and master-key rotation, close with pending changes, the MMKV
-model's open and its put and flush), each store mode (entries, ``layout="file"``, cache, faithful, plain), each system
-call the operation makes (``_core._fault_calls()``), each of its calls of that name
-(nth = 1, 2, ... until nothing fires) and each errno mode (EIO, ENOSPC, EINTR once, a short
-write, EIO from then on): the operation raises an ``OSError`` or succeeds as the model
-allows, memory equals the model's state exactly, the reopened file holds the same
-outcome's state, no descriptor, lock or temporary file is left, and a retry publishes
+full, lazy, passphrase and master-key rotation, a rotation with a change pending, close
+with pending changes, the MMKV model's open and its put and flush), each store mode
+(entries, ``layout="file"``, cache, faithful, plain, ``lock_timeout=0``), each system call
+the operation makes (``_core._fault_calls()``), each of its calls of that name (nth = 1,
+2, ... until nothing fires) and each errno mode (EIO, ENOSPC, EINTR once, a short write,
+EIO from then on): the operation raises an ``OSError`` or succeeds as the model allows,
+memory equals the model's state exactly, the reopened file holds the same outcome's state
+(and keeps its mode), no descriptor, lock or temporary file is left, and a retry publishes
 (fault_table.run_case says exactly what is checked).
 
 Budget: every point in the default mode (entries), the MMKV model and the passphrase
@@ -16,16 +17,20 @@ store; in the other modes the first, the last and one more seeded point of each 
 (``PCB_FAULT_SAMPLE=0`` runs every point everywhere; bench/bench_faults.py prints the full
 table). Cases run on /dev/shm where there is one.
 
-Fixed here (regression tests: ``test_post_rename_failure_counts_as_published``, and the
-table's mode check with ``test_a_failed_stat_of_the_file_being_replaced_keeps_its_mode``:
-a failed stat of the file a write replaces counted as "no file", and the write replaced a
-0640 store by a 0600 one). A failure
-after the rename put the new file in place (the directory's open or fsync) was reported as
-an unpublished write: a commit put memory back although the file held the change, a
-rotation put the old keys back over a file sealed under the new ones (every later write:
-"re-keyed by another writer"), and flush/close/open said the write failed. Now the change
-counts as published (memory keeps it; an apply's write stays pending until a write whose
-directory sync succeeds) and the error says the file holds it with its durability unknown.
+Fixed here, with regression tests:
+- a failure after the rename put the new file in place (the directory's open or fsync)
+  was reported as an unpublished write: a commit put memory back although the file held
+  the change, a rotation put the old keys back over a file sealed under the new ones (every
+  later write: "re-keyed by another writer"), and flush/close/open said the write failed.
+  Now the change counts as published (memory keeps it; an apply's write stays pending until
+  a write whose directory sync succeeds) and the error says the file holds it with its
+  durability unknown (``test_post_rename_failure_counts_as_published``);
+- a failed stat of the file a write replaces counted as "no file": the write succeeded and
+  replaced a 0640 store by a 0600 one, its owner not kept
+  (``test_a_failed_stat_of_the_file_being_replaced_keeps_its_mode``, and the table's mode
+  check);
+- a read error of the master key file said "must hold exactly 32 bytes, 0 could be read"
+  (a StoreFormatError) instead of an OSError with its errno.
 
 Known bugs (each with its own ``xfail(strict=True)`` test below, which flips when the
 fix lands: then delete the xfail and its ``KNOWN`` entry, which the table tests use to
