@@ -37,6 +37,10 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+#: Keys a keyset keeps at most (README: rotate(lazy=True) past it is a ValueError, nothing
+#: changed; a full rotation starts a new keyset).
+MAX_KEYS = 32
+
 #: The key of the README's retry step (tests write it after a fault to show a retry publishes).
 RETRY_KEY = "__retry__"
 
@@ -119,6 +123,7 @@ class World:
     version: int = 0
     passphrase: str | None = None        # what opens the file (passphrase stores)
     keys: int = 0                        # rotations of the file's keysets so far
+    value_keys: int = 1                  # keys in the file's value keyset (lazy rotation adds one)
     stores: dict[str, StoreState] = field(default_factory=dict)
 
     def copy(self) -> World:
@@ -200,6 +205,7 @@ class World:
         file then opens with it). Full rotations make the other Stores stale."""
         w = self.flush(sid).write(sid)
         w.keys += 1
+        w.value_keys += 1
         if passphrase is not None:
             w.stores[sid].passphrase = passphrase
             w.passphrase = passphrase
@@ -207,6 +213,7 @@ class World:
 
     def full_rotate(self, sid: str, passphrase: str | None = None) -> World:
         w = self.rotate(sid, passphrase)
+        w.value_keys = 1  # new keysets
         for other, st in w.stores.items():
             if other != sid:
                 st.stale = True

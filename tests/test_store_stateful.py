@@ -36,7 +36,7 @@ from pycipherbench import _core, store
 
 import fault_table as ft
 from conftest import finish_child, spawn_child
-from store_model import Edit, World
+from store_model import MAX_KEYS, Edit, World
 
 EXAMPLES = int(os.environ.get("PCB_STATEFUL_EXAMPLES", "40"))
 STEPS = int(os.environ.get("PCB_STATEFUL_STEPS", "25"))
@@ -186,6 +186,12 @@ class StoreMachine(RuleBasedStateMachine):
     def rotate_lazy(self, i):
         sid = self.who(i)
         s = self.stores[sid]
+        if self.world.value_keys >= MAX_KEYS:  # refused: nothing changes (the invariant checks)
+            self.fault = None
+            with pytest.raises(ValueError, match="already holds 32 keys"):
+                s.rotate(lazy=True)
+            self.world = self.world.flush(sid)  # it flushed first
+            return
         self._do(sid, lambda: s.rotate(lazy=True), self.world, self.world.rotate(sid))
 
     @precondition(lambda self: self.MODE != "plain")
