@@ -268,17 +268,25 @@ int pcb_read_private_file(const char *path, size_t len, const char *what, uint8_
                  (long long)sb.st_size);
     else {
         size_t n = 0;
+        ssize_t r = 0;
         while (n < len) {
-            ssize_t r = pcb_sys_read(fd, out + n, len - n);
+            r = pcb_sys_read(fd, out + n, len - n);
             if (r <= 0)
                 break;
             n += (size_t)r;
         }
         ok = n == len;
         if (!ok) {
+            /* A read error is the disk's (OSError with its errno), not a file of the
+             * wrong size: only a file that ended early is a format error. */
+            int err = errno;
             OPENSSL_cleanse(out, len);
-            pcb_fail(st, PCB_E_FORMAT, "%s %s must hold exactly %zu bytes, %zu could be read",
-                     what, path, len, n);
+            if (r < 0) {
+                errno = err;
+                pcb_fail_os(st, "cannot read %s %s", what, path);
+            } else
+                pcb_fail(st, PCB_E_FORMAT, "%s %s must hold exactly %zu bytes, %zu could be read",
+                         what, path, len, n);
         }
     }
     pcb_sys_close(fd);
@@ -588,6 +596,11 @@ static char *resolve_links(const char *path, pcb_status *st)
     return out;
 }
 
+/* Whether this thread's last pcb_atomic_write got past its rename (fileio.h). */
+static __thread int in_place;
+
+int pcb_atomic_write_in_place(void) { return in_place; }
+
 /* Writes data to path atomically: a new temporary file, fsync, rename over
  * path, fsync the directory. A crash leaves the old file or the new one. A
  * symbolic link is kept (its target is replaced, in the target's
@@ -598,6 +611,7 @@ int pcb_atomic_write(const char *path, const char *dir, const char *data, size_t
                         mode_t mode, pcb_status *st)
 {
     char tmp[PATH_MAX + 64];
+    in_place = 0;
     char *target = resolve_links(path, st), *tdir = NULL;
     if (target == NULL)
         return 0;
@@ -607,21 +621,22 @@ int pcb_atomic_write(const char *path, const char *dir, const char *data, size_t
         return pcb_oom(st);
     }
     struct stat old;
-    int have_old = pcb_sys_lstat(target, &old) == 0 && S_ISREG(old.st_mode);
-    if (have_old && !may_replace(target, &old, st)) {
-        free(target);
-        free(tdir);
-        return 0;
-    }
-    int ok = write_tmp(target, data, len, mode, have_old ? &old : NULL, tmp, sizeof tmp, st);
+    int have_old = pcb_sys_lstat(target, &old) == 0, ok = 1;
+    if (!have_old && errno != ENOENT) /* not "no file": the mode and owner to keep are unknown */
+        ok = pcb_fail_os(st, "cannot write %s (stat of the file it replaces)", target);
+    have_old = have_old && S_ISREG(old.st_mode);
+    ok = ok && (!have_old || may_replace(target, &old, st));
+    ok = ok && write_tmp(target, data, len, mode, have_old ? &old : NULL, tmp, sizeof tmp, st);
     if (ok && pcb_sys_rename(tmp, target) != 0) {
         int err = errno;
         pcb_sys_unlink(tmp);
         errno = err;
         ok = pcb_fail_os(st, "cannot replace %s", target);
     }
+    in_place = ok; /* from here on the file holds the new data */
     if (ok && !pcb_fsync_dir(linked ? tdir : dir))
-        ok = pcb_fail_os(st, "cannot sync directory %s", linked ? tdir : dir);
+        ok = pcb_fail_os(st, "cannot sync directory %s (%s holds the new data, its "
+                         "durability is unknown)", linked ? tdir : dir, target);
     free(target);
     free(tdir);
     return ok;
@@ -650,7 +665,8 @@ int pcb_atomic_create(const char *path, const char *dir, const char *data, size_
         return pcb_fail_os(st, "cannot create %s", path);
     }
     if (!pcb_fsync_dir(dir))
-        return pcb_fail_os(st, "cannot sync directory %s", dir);
+        return pcb_fail_os(st, "cannot sync directory %s (%s was created, its durability "
+                           "is unknown)", dir, path);
     return 1;
 }
 

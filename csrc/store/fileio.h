@@ -87,6 +87,11 @@ int pcb_fsync_dir(const char *dir);
 /* Replaces path with data atomically (see above); dir is path's directory. */
 int pcb_atomic_write(const char *path, const char *dir, const char *data, size_t len,
                      mode_t mode, pcb_status *st);
+/* After a failed pcb_atomic_write on this thread: 1 if it failed after the
+ * rename put the new file in place (the directory's open or fsync), so the
+ * file holds the new data and only its durability is unknown (the message
+ * says so); 0 if the old file is untouched. */
+int pcb_atomic_write_in_place(void);
 /* Creates path with data unless it exists (then *exists = 1, nothing written). */
 int pcb_atomic_create(const char *path, const char *dir, const char *data, size_t len,
                       mode_t mode, int *exists, pcb_status *st);

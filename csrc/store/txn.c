@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "store/entries.h"
+#include "store/fileio.h"
 #include "store/internal.h"
 #include "store/merge.h"
 #include "store/persist.h"
@@ -19,7 +20,8 @@ struct pcb_gens {
     int writing;                /* a transaction writes; memory is its own */
     int write_errno;            /* the last failed write of applied changes (0: none) */
     uint64_t fail_gen;          /* the generation it tried to write */
-    char write_error[256];
+    uint64_t in_place_gen;      /* the latest one in the file with its durability unknown */
+    char write_error[480];
 };
 
 struct pcb_gens *pcb_txn_gens_new(void) { return calloc(1, sizeof(struct pcb_gens)); }
@@ -90,7 +92,7 @@ static int begin_io_held(pcb_txn *t, pcb_store *s, const pcb_txn_change *change,
     t->s = s;
     t->change = change;
     t->gen_before = t->gen = 0;
-    t->held = t->wrote = t->failed = t->merged = t->read_others = 0;
+    t->held = t->wrote = t->failed = t->merged = t->read_others = t->unsure = 0;
     /* Other writers wait until this change is in place; what they wrote
      * so far is merged into memory first, so the caller builds on it. */
     if (!pcb_share_lock(s, st))
@@ -118,7 +120,10 @@ int pcb_txn_begin(pcb_txn *t, pcb_store *s, const pcb_txn_change *change, pcb_st
 
 /* The file as memory holds it now, and what the other writers see of it
  * (io_lock and the file lock held, the store's lock not): serialized under
- * the lock (*gen: the generation it holds), written without it. */
+ * the lock (*gen: the generation it holds), written without it. 1 written;
+ * 2 in place but failed after the rename (the directory's sync: st set,
+ * the file holds *gen, its durability unknown); 0 not written (st set, the
+ * file as it was). */
 static int write_file(pcb_store *s, uint64_t *gen, pcb_status *st)
 {
     PCB_ASSERT_IO(s);
@@ -129,8 +134,11 @@ static int write_file(pcb_store *s, uint64_t *gen, pcb_status *st)
     int ok = pcb_persist_serialize(s, &b, st);
     *gen = s->gens->mem_gen;
     pcb_store_unlock(s);
+    int tried = ok;
     ok = ok && pcb_persist_write_bytes(s, &b, st);
     pcb_buf_free(&b);
+    if (!ok && tried && pcb_atomic_write_in_place())
+        ok = 2; /* the other writers see it: it is the file */
     if (ok)
         pcb_share_written(s, *gen);
     return ok;
@@ -164,9 +172,10 @@ int pcb_txn_write(pcb_txn *t, pcb_status *st)
     pcb_store_lock(s);
     PCB_ASSERT(s->gens->writing && s->gens->mem_gen == t->gen_before + 1);
     if (ok)
-        note_written(s, t->gen);
+        note_written(s, t->gen); /* in place (2) too: the file holds the change */
     t->failed = !ok;
-    return ok;
+    t->unsure = ok == 2;
+    return ok == 1;
 }
 
 int pcb_txn_end(pcb_txn *t)
@@ -200,7 +209,7 @@ int pcb_txn_end(pcb_txn *t)
     pcb_share_unlock(s);
     pcb_io_unlock(s);
     t->held = 0;
-    return published;
+    return published && !t->unsure;
 }
 
 /* A write of applied changes failed (lock held): they stay pending. */
@@ -210,7 +219,9 @@ static void note_failed(pcb_store *s, uint64_t gen, const pcb_status *st)
     s->gens->write_errno = st->code == PCB_E_OS && st->os_errno ? st->os_errno : EIO;
     s->gens->fail_gen = gen;
     snprintf(s->gens->write_error, sizeof s->gens->write_error,
-             "writing applied changes failed (they stay pending): %.200s", st->msg);
+             "writing applied changes failed (%s): %.300s",
+             s->gens->in_place_gen >= gen ? "they are in the file, but its durability is unknown: "
+             "they stay pending until a write syncs it" : "they stay pending", st->msg);
     pthread_cond_broadcast(&s->cond);
 }
 
@@ -227,7 +238,7 @@ int pcb_txn_create(pcb_store *s, pcb_status *st)
     }
     pcb_share_unlock(s);
     pcb_io_unlock(s);
-    return ok;
+    return ok == 1; /* in place (2) but not synced: st says so, and the open fails */
 }
 
 int pcb_txn_has_work(const pcb_store *s)
@@ -256,12 +267,15 @@ int pcb_txn_write_pending(pcb_store *s, int retry_failed, pcb_status *st)
         ok = write_file(s, &gen, &local);
         pcb_store_lock(s);
         t.wrote = 1;
-        t.failed = !ok;
-        if (ok)
+        t.failed = !ok; /* in place (2): the merge stays, the file holds it */
+        if (ok == 2)
+            s->gens->in_place_gen = gen;
+        if (ok == 1)
             note_written(s, gen);
-        else
+        else /* in place with its durability unknown too: pending until a write syncs */
             note_failed(s, gen, &local);
         pcb_txn_end(&t);
+        ok = ok == 1;
     } else { /* the file lock or the merge: the changes stay pending */
         pcb_store_lock(s);
         note_failed(s, gen, &local);

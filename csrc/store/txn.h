@@ -60,6 +60,7 @@ typedef struct {
     uint64_t gen;        /* the generation the write put on disk */
     int held;            /* io_lock, file lock and store lock held */
     int wrote, failed;   /* pcb_txn_write ran; and failed */
+    int unsure;          /* written and in place, but its durability unknown (st says so) */
     int read_others;     /* another writer's file was read and merged (or lost to a clear) */
     int merged;          /* the merge replaced the map: `before` is the map before it */
     pcb_map before;
@@ -85,7 +86,10 @@ int pcb_txn_write(pcb_txn *t, pcb_status *st);
  * change->undo, mem_gen back, and the map from before the merge back, so
  * memory is exactly as at pcb_txn_begin. Then `writing` is left, waiters
  * woken, and the store's lock, the file lock and io_lock released.
- * Returns 1 if the change was published. */
+ * Returns 1 if the change was published; 0 if it was not, or if it was but
+ * the write failed after the new file was in place (the directory's sync:
+ * the change stays, published, and pcb_txn_write's st says its durability
+ * is unknown). */
 int pcb_txn_end(pcb_txn *t);
 
 /* The writes of applied changes (apply's writer, flush): whatever memory
