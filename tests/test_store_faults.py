@@ -32,20 +32,23 @@ Fixed here, with regression tests:
 - a read error of the master key file said "must hold exactly 32 bytes, 0 could be read"
   (a StoreFormatError) instead of an OSError with its errno.
 
-Known bugs (each with its own ``xfail(strict=True)`` test below, which flips when the
-fix lands: then delete the xfail and its ``KNOWN`` entry, which the table tests use to
-tell known mismatches from new ones):
+Bugs this table found, each fixed and kept as a regression test below (``FIXED_CASES``,
+``test_the_file_lock_is_free_when_flush_returns``); ``KNOWN`` lists the bugs still open (none
+now: a new one goes there with its own ``xfail(strict=True)`` test, which flips when the fix
+lands), and the table tests use it to tell known mismatches from new ones:
 - ``clear-merge``: issue 25's defect 1: after another writer's commit, a failed write of an
-  applied ``clear()`` leaves the other writer's file in memory, and the next flush writes it.
-- ``flush-lock`` (found here, no fault needed): ``flush()`` returns while the background
-  writer still holds the file lock, so another writer trying once (``lock_timeout=0``) times
-  out (``test_the_file_lock_is_free_when_flush_returns``).
-- ``lock-eintr``: an interrupted lock request counts as "held by another writer": with
-  ``lock_timeout=0`` (one try) a commit raises ``TimeoutError`` with no other writer.
+  applied ``clear()`` left the other writer's file in memory, and the next flush wrote it
+  (merge.c's ``pcb_share_merge`` now says whether it replaced the map).
+- ``flush-lock`` (found here, no fault needed): ``flush()`` returned while the background
+  writer still held the file lock, so another writer trying once (``lock_timeout=0``) timed
+  out (txn.c's ``pcb_txn_end`` now lets the file lock go before it wakes the waiters).
+- ``lock-eintr``: an interrupted lock request counted as "held by another writer": with
+  ``lock_timeout=0`` (one try) a commit raised ``TimeoutError`` with no other writer (the
+  request is made again: common/sys.c's EINTR rule).
 - ``create-tmp``: a failed unlink of the temporary file after ``link()`` made a new master
   key file (at a store's creation, or ``rotate(master_key_file=new)``) or ``.scrypt`` file
-  leaves a second name of it (``.master.key.<pid><random>.tmp``: the key), which no sweep
-  removes.
+  left a second name of it (``.master.key.<pid><random>.tmp``: the key), which no sweep
+  removes (it is tried twice, and an unlink that keeps failing is an error naming the file).
 """
 
 from __future__ import annotations
@@ -73,29 +76,8 @@ def _disarmed():
 # ------------------------------------------------------------------ known bugs
 
 
-def _clear_merge(r: ft.Result) -> bool:
-    return r.op == "clear+put+apply" and any("is neither the state before" in p for p in r.problems)
-
-
-def _lock_eintr(r: ft.Result) -> bool:
-    return r.call == "fcntl_lock" and r.errno == "EINTR" and (r.raised or "").startswith("TimeoutError")
-
-
-def _create_tmp(r: ft.Result) -> bool:
-    return r.op in ("create", "rotate-master-key") and r.call == "unlink" \
-        and all("temporary files left" in p for p in r.problems)
-
-
-KNOWN = {
-    "clear-merge": (_clear_merge, "issue 25 defect 1: a failed write of an applied clear() after "
-                    "another writer's commit leaves that writer's file in memory (merge_others records "
-                    "the file as the map before the merge, pcb_share_merge did not swap)"),
-    "lock-eintr": (_lock_eintr, "lock.c's kernel_try counts an interrupted lock request (EINTR) as "
-                   "'held by another': with lock_timeout=0 (one try) a commit raises TimeoutError "
-                   "'another writer held the store's lock file' with no other writer"),
-    "create-tmp": (_create_tmp, "pcb_atomic_create ignores a failed unlink of its temporary file after "
-                   "link(): a second name of the new master key / .scrypt file stays, never swept"),
-}
+#: Bugs still open: name -> (predicate over a result, reason). None now (see the docstring).
+KNOWN: dict[str, tuple] = {}
 
 
 def known(r: ft.Result) -> str | None:
@@ -148,7 +130,7 @@ def test_every_calls_name_is_a_fault_table_call():
     made = set(calls_of("commit", "entries"))
     assert made <= names
     assert {"open", "write", "fsync", "rename", "close", "fcntl_lock"} <= made, made
-    assert {"ftruncate", "mmap", "msync"} <= set(calls_of("mmkv-put+flush", "mmkv"))
+    assert {"posix_fallocate", "mmap", "msync"} <= set(calls_of("mmkv-put+flush", "mmkv"))
 
 
 def test_a_fault_that_fires_is_counted_and_disarmed():
@@ -173,8 +155,8 @@ def _last(op: str, mode: str, call: str) -> int:
     return calls_of(op, mode)[call]
 
 
-KNOWN_CASES = [
-    # (known bug, op, mode, call, nth (-1: the op's last call of that name), errno)
+FIXED_CASES = [
+    # (fixed bug, op, mode, call, nth (-1: the op's last call of that name), errno)
     ("clear-merge", "clear+put+apply", "entries", "write", 1, "EIO"),
     ("clear-merge", "clear+put+apply", "file", "rename", 1, "EIO-persist"),
     ("clear-merge", "clear+put+apply", "cache", "fsync", 1, "ENOSPC"),
@@ -244,12 +226,10 @@ def test_post_rename_failure_of_an_apply_stays_pending_until_synced():
             s.close()
 
 
-@pytest.mark.parametrize(
-    "bug,op,mode,call,nth,errno_label",
-    [pytest.param(*c, marks=pytest.mark.xfail(strict=True, reason=KNOWN[c[0]][1]))
-     for c in KNOWN_CASES],
-    ids=[f"{c[0]}-{c[1]}-{c[2]}-{c[3]}{c[4]}-{c[5]}" for c in KNOWN_CASES])
-def test_known_bug(bug, op, mode, call, nth, errno_label):
+@pytest.mark.parametrize("bug,op,mode,call,nth,errno_label", FIXED_CASES,
+                         ids=[f"{c[0]}-{c[1]}-{c[2]}-{c[3]}{c[4]}-{c[5]}" for c in FIXED_CASES])
+def test_fixed_bug(bug, op, mode, call, nth, errno_label):
+    """Each bug the table found, at a point that showed it: no mismatch now."""
     n = _last(op, mode, call) if nth == -1 else nth
     r = ft.run_case(ft.OPS[op], mode, call, n, errno_label)
     assert r.fired, f"{r.key} fired nothing: the case no longer reaches the point"
@@ -286,9 +266,6 @@ FLUSH_LOCK_CHILD = """
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pins a child to one CPU")
-@pytest.mark.xfail(strict=True, reason="flush() returns while the background writer still holds "
-                   "the file lock: pcb_txn_end wakes the flush (store lock released) before "
-                   "pcb_share_unlock, so another writer trying once (lock_timeout=0) times out")
 def test_the_file_lock_is_free_when_flush_returns():
     """flush() waits for the background write; once it returns, the write is over: another
     Store (or process) trying the lock once gets it. In a child pinned to one CPU."""
@@ -312,7 +289,11 @@ def test_a_failed_stat_of_the_file_being_replaced_keeps_its_mode():
         with store.open(p, master_key_file=os.path.join(d, "mk")) as s:
             s.edit().put_string("a", "1").commit()
             os.chmod(p, 0o640)
-            _core._fault(nth=2, errno=5, calls=("stat",))  # commit's 2nd stat: the file replaced
+            # The file replaced is the last lstat of a commit (after the path's walk).
+            _core._fault(nth=1 << 40, calls=("lstat",))
+            s.edit().put_string("a", "1").commit()
+            last, _ = _core._fault()
+            _core._fault(nth=last, errno=5, calls=("lstat",))
             try:
                 with pytest.raises(OSError, match="stat of the file it replaces"):
                     s.edit().put_string("b", "2").commit()

@@ -11,11 +11,9 @@ one (and a raise under no fault, or a non-OSError, fails). Budget: a fixed numbe
 examples (``derandomize=True``) per store mode in the README's run;
 ``PCB_STATEFUL_EXAMPLES=N`` (bench/bench_stateful.py) runs more.
 
-The main machines do not inject the failure whose known bug tests/test_store_faults.py
-marks (clear-merge: a failed write of an applied clear() after another writer's commit):
-no clear() in an apply that has a fault armed. A small machine injects exactly that and is
-a strict xfail naming the bug: when the fix lands it passes, and then the restriction can
-go. Another (PostRenameMachine) makes every commit's directory fsync fail, the failure
+Every machine may apply a clear() while a fault is armed (issue 25's defect 1, fixed:
+after another writer's commit, a failed write of an applied clear() lost it); a small
+machine injects exactly that at every step. Another (PostRenameMachine) makes every commit's directory fsync fail, the failure
 after the rename that is fixed here: it must pass.
 """
 
@@ -73,7 +71,6 @@ class StoreMachine(RuleBasedStateMachine):
     MODE = "entries"
     SIDS = ("a", "b", "c")
     FAULTS = SAFE_FAULTS
-    CLEAR_UNDER_FAULT = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -159,8 +156,6 @@ class StoreMachine(RuleBasedStateMachine):
     @rule(i=WHO, e=EDITS)
     def apply_flush(self, i, e):
         sid = self.who(i)
-        if self.fault and e.clear and not self.CLEAR_UNDER_FAULT:
-            e = Edit(e.ops, False)
         s = self.stores[sid]
         applied = self.world.apply(sid, e)
         seen = []
@@ -344,7 +339,6 @@ class ClearMergeMachine(StoreMachine):
     """The machine's operations, and an apply of clear() + put whose writes fail."""
 
     SIDS = ("a", "b")
-    CLEAR_UNDER_FAULT = True
 
     @rule(i=WHO, k=KEYS, v=VALUES, call=st.sampled_from(["write", "rename"]))
     def clear_apply_whose_write_fails(self, i, k, v, call):
@@ -358,9 +352,9 @@ def test_directory_fsync_failures_after_the_rename_stateful():
     m.TestCase().runTest()
 
 
-@pytest.mark.xfail(strict=True, reason="known bug clear-merge (issue 25 defect 1): a failed write of "
-                   "an applied clear() after another writer's commit leaves that writer's file in memory")
-def test_known_bug_clear_merge_stateful():
+def test_clear_merge_stateful():
+    """Issue 25's defect 1 (fixed): applies of clear() + put whose writes fail, after another
+    writer's commits, checked against the model at every step."""
     m = _machine("entries", ClearMergeMachine)
     m.TestCase.settings = settings(SETTINGS, max_examples=60, phases=NO_SHRINK)
     m.TestCase().runTest()

@@ -655,7 +655,12 @@ int pcb_atomic_create(const char *path, const char *dir, const char *data, size_
     if (!write_tmp(path, data, len, mode, NULL, tmp, sizeof tmp, st))
         return 0;
     int ok = pcb_sys_link(tmp, path) == 0, err = errno;
-    pcb_sys_unlink(tmp);
+    /* The temporary name must go: it holds the same bytes (a key). Tried
+     * twice (a passing failure); if it stays, the caller hears of it. */
+    if (pcb_sys_unlink(tmp) != 0 && errno != ENOENT && pcb_sys_unlink(tmp) != 0 && errno != ENOENT)
+        return pcb_fail_os(st, "%s %s, but its temporary file %s could not be removed (it "
+                           "holds the same bytes: remove it)", ok ? "created" : "could not create",
+                           path, tmp);
     if (!ok && err == EEXIST) {
         *exists = 1;
         return 1;

@@ -204,9 +204,11 @@ int pcb_txn_end(pcb_txn *t)
         pcb_map_free(&t->before);
     t->merged = t->read_others = 0;
     s->gens->writing = 0; /* writing -> open */
+    /* The file lock goes before the waiters wake: a flush() that returns has
+     * its write over, and another writer trying the lock once gets it. */
+    pcb_share_unlock(s);
     pthread_cond_broadcast(&s->cond);
     pcb_store_unlock(s);
-    pcb_share_unlock(s);
     pcb_io_unlock(s);
     t->held = 0;
     return published && !t->unsure;
