@@ -31,14 +31,19 @@ int pcb_wait_interrupted(void)
     return hooks.interrupted != NULL && hooks.interrupted();
 }
 
+void pcb_wait_deadline(struct timespec *until, int monotonic, long ns)
+{
+    clock_gettime(monotonic ? CLOCK_MONOTONIC : CLOCK_REALTIME, until);
+    until->tv_nsec += ns;
+    if (until->tv_nsec >= 1000000000L) {
+        until->tv_sec++;
+        until->tv_nsec -= 1000000000L;
+    }
+}
+
 int pcb_wait_cond_slice(pthread_cond_t *c, pthread_mutex_t *m)
 {
     struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += PCB_WAIT_CHECK_NS;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    pcb_wait_deadline(&until, 0, PCB_WAIT_CHECK_NS);
     return pthread_cond_timedwait(c, m, &until) == ETIMEDOUT;
 }

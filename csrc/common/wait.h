@@ -31,6 +31,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 #define PCB_WAIT_SLICE_NS 100000000L /* the longest sleep of a long wait: 0.1 s */
 #define PCB_WAIT_CHECK_NS 50000000L  /* interrupted() asked at least this often */
@@ -48,6 +49,11 @@ void pcb_wait_set_hooks(const pcb_wait_hooks *hooks);
 void *pcb_wait_begin(void);
 void pcb_wait_end(void *token);
 int pcb_wait_interrupted(void);
+
+/* *until = now + ns (ns < 1 s) on CLOCK_MONOTONIC (monotonic) or
+ * CLOCK_REALTIME: a slice's deadline for pthread_cond_timedwait, on the
+ * clock the condition was made with. */
+void pcb_wait_deadline(struct timespec *until, int monotonic, long ns);
 
 /* One slice of a long wait on a condition variable (m held, and held again
  * on return): at most PCB_WAIT_CHECK_NS on c (a CLOCK_REALTIME condition,

@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <time.h>
 
+#include "common/wait.h"
+
 
 _Thread_local PyThreadState *pcb_gil_holder;
 _Thread_local PyThreadState *pcb_interruptible;
@@ -79,8 +81,6 @@ static int claimed_here(StoreObject *so)
 
 /* ------------------------------------------------------------- close */
 
-#define CLOSE_WAIT_SLICE_NS 100000000L /* 0.1 s between two looks at the signals */
-
 /* Waits (GIL held on entry and return, released while waiting) until
  * done(so) holds under mu, looking at the signals every slice: 1, or 0 with
  * the signal handler's exception set. */
@@ -90,12 +90,7 @@ static int close_wait(StoreObject *so, int (*done)(const StoreObject *))
         int ok;
         Py_BEGIN_ALLOW_THREADS
         struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += CLOSE_WAIT_SLICE_NS;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        pcb_wait_deadline(&until, 1, PCB_WAIT_SLICE_NS);
         pthread_mutex_lock(&so->mu);
         while (!(ok = done(so)) && pthread_cond_timedwait(&so->cv, &so->mu, &until) != ETIMEDOUT)
             ;
