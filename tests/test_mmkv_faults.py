@@ -296,7 +296,8 @@ def test_a_full_tmpfs_fails_the_grow_with_enospc(key):
         with open(os.path.join(d, "filler"), "wb") as f:  # leave ~300 KiB free
             f.write(b"\0" * (700 * 1024))
         p = subprocess.run([sys.executable, "-c", textwrap.dedent(FULL_DISK), d, key],
-                           env=child_env(), capture_output=True, text=True, timeout=CHILD_TIMEOUT)
+                           env=child_env(), cwd=tempfile.gettempdir(),  # not a checkout's sources
+                           capture_output=True, text=True, timeout=CHILD_TIMEOUT)
         assert p.returncode == 0 and p.stdout.startswith("ok "), (p.returncode, p.stdout, p.stderr[-2000:])
     finally:
         subprocess.run(["umount", d], check=False)

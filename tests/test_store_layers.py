@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pycipherbench
@@ -85,5 +86,6 @@ def test_engines_imports_alone_in_a_fresh_interpreter():
     for mod in ("pycipherbench.engines", "pycipherbench.store", "pycipherbench.store_bench",
                 "pycipherbench.engine_bench"):
         r = subprocess.run([sys.executable, "-c", f"import {mod}"], env=child_env(),
+                           cwd=tempfile.gettempdir(),  # -c puts the cwd first: not a checkout
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, (mod, r.stderr[-2000:])
