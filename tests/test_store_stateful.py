@@ -123,8 +123,15 @@ class StoreMachine(RuleBasedStateMachine):
             assert isinstance(raised, OSError), f"{type(raised).__name__}: {raised}"
             assert fired, f"raised with no fault firing: {raised!r}"
             assert fault[2] not in ("EINTR",), f"an EINTR was not retried: {raised!r}"
-        cands = [("published", after)] if raised is None else [("published", after),
-                                                                ("before", before)]
+        # A failure leaves the state before unless its error says the file holds the change:
+        # tried first, so that a failed write whose outcome looks like the published one (the
+        # file already held those entries) keeps its changes pending in the model too.
+        if raised is None:
+            cands = [("published", after)]
+        elif ft.PUBLISHED_WORDS.search(str(raised)):
+            cands = [("published", after), ("before", before)]
+        else:
+            cands = [("before", before), ("published", after)]
         mem = None
         if sid is not None and sid in self.stores and not self.stores[sid].closed:
             mem = self.stores[sid].all()
