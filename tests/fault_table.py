@@ -46,7 +46,8 @@ ERRNOS = {
     "EIO-persist": (E.EIO, "persist"),
 }
 #: The calls a persist-mode plan is tried on (every later call of that name fails too).
-PERSIST_CALLS = ("open", "write", "fsync", "rename", "read", "fcntl_lock", "ftruncate", "msync")
+PERSIST_CALLS = ("open", "write", "fsync", "rename", "read", "fcntl_lock", "flock", "ftruncate",
+                 "msync")
 #: Calls POSIX never interrupts (mmap(2), fdopendir(3) have no EINTR): not given EINTR.
 NO_EINTR = ("mmap", "fdopendir")
 #: An error saying the change was published although the call failed (durability unknown).
