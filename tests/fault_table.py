@@ -256,24 +256,15 @@ def setup_other_writer(op: Op, c: Ctx) -> None:
     c.world = c.world.open("b").commit("b", Edit().put("b1", "B"))
 
 
-class ClearPutApply(Op):
+class ClearPutApply(ApplyFlush):
     """Issue 25's defect 1: b commits, then a applies clear + put; a's write fails."""
 
     name = "clear+put+apply"
+    modes = Op.modes
     EDIT = Edit().do_clear().put("mine", "A")
 
     def setup(self, c: Ctx) -> None:
         setup_other_writer(self, c)
-
-    def run(self, c: Ctx) -> None:
-        self.EDIT.replay(c.stores["a"].edit()).apply()
-        c.stores["a"].flush()
-
-    def before(self, c: Ctx) -> World:
-        return c.world.apply("a", self.EDIT)
-
-    def after(self, c: Ctx) -> World:
-        return c.world.apply("a", self.EDIT).flush("a")
 
 
 class MergeCommit(Commit):
