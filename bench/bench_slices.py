@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
                 if mult > 1:
                     slices = k.last_call[1]
         k.close()
-        r = paired_ratio(sliced, one, run_to_run=0.0)
+        r = paired_ratio(sliced, one)
         good = abs(r.estimate - 1) <= BAR or r.low <= 1 <= r.high
         ok &= good
         print(f"  {'PASS' if good else 'FAIL'}  {name} {payload} B {scope}: sliced ({slices} slices) / "

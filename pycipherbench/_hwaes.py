@@ -1,15 +1,24 @@
-"""Running measurements with the CPU's AES and carry-less-multiply instructions hidden.
+"""Worker processes: fresh child processes that hold the timed kernels of a run.
 
-OpenSSL reads its CPU capability mask once, when libcrypto starts, from
-``OPENSSL_ia32cap`` (x86) or ``OPENSSL_armcap`` (ARM). So the only honest way
-to measure "this machine without AES instructions" is a child process started
-with that variable set; this module runs such a child and lets the parent's
-rounds drive the kernels prepared in it. ``python -m pycipherbench._hwaes``
-is the child's entry point.
+A run's rounds may be spread over W fresh worker processes, one after another
+(:class:`~._rounds.Workers`): the next process differs from this one in its memory
+layout (ASLR, allocator, page placement, huge pages), hash seeds and the frequency
+state it starts in, so the spread between processes is part of what a user sees
+when acting on a number later. A :class:`WorkerProcess` holds the kernels; the
+parent's rounds drive them (one JSON line per call), and only samples cross the
+pipe, after the clock has stopped.
+
+The same mechanism runs measurements with the CPU's AES and carry-less-multiply
+instructions hidden: OpenSSL reads its CPU capability mask once, when libcrypto
+starts, from ``OPENSSL_ia32cap`` (x86) or ``OPENSSL_armcap`` (ARM). So the only
+honest way to measure "this machine without AES instructions" is a worker started
+with that variable set (``masked=True``). ``python -m pycipherbench._hwaes`` is
+the child's entry point.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import platform
@@ -70,19 +79,29 @@ def python_command(module: str, *args: str) -> list[str]:
     return [sys.executable, "-c", code, *args]
 
 
-class MaskedWorker:
-    """A child process with hardware AES masked that holds timed kernels for the
-    parent: ``worker.new("Kernel", ...)`` returns a proxy with the kernel's methods,
-    each a round trip of one JSON line. The kernels run in the child; only their
-    samples cross the pipe, after the clock has stopped.
+#: Types a worker builds for the parent (``WorkerProcess.new(name, ...)``).
+TYPES = ("Kernel", "StoreKernel", "PyKernel")
+
+
+class WorkerProcess:
+    """A fresh child process that holds timed kernels for the parent (with hardware
+    AES masked when ``masked``): ``worker.new("Kernel", ...)`` returns a proxy with the
+    kernel's methods, each a round trip of one JSON line. The kernels run in the child;
+    only their samples cross the pipe, after the clock has stopped.
 
     Ctrl-C: the child runs in its own session, so a terminal's SIGINT reaches the
     parent only; the parent, interrupted while it waits for a reply, kills the child
     (its kernels' state is then unknown) and raises one KeyboardInterrupt. The
     proxies' close() is then a no-op, so that clean-up adds no second error."""
 
-    def __init__(self) -> None:
-        env, self.mask = masked_environment()
+    def __init__(self, masked: bool = True) -> None:
+        if masked:
+            env, mask = masked_environment()
+        else:
+            env, mask = dict(os.environ), None
+        #: What hid hardware AES ("VAR=VALUE"), None for an unmasked worker.
+        self.mask: str | None = mask
+        self._what = "hw_aes=False child process" if masked else "worker process"
         self._proc = subprocess.Popen(
             python_command("pycipherbench._hwaes"), stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, bufsize=1,
@@ -92,8 +111,9 @@ class MaskedWorker:
         try:
             #: OpenSSL's own report in the child of the capability word it runs with
             #: (OPENSSL_info CPU_SETTINGS), e.g. "OPENSSL_armcap=0x1 env:0x1"
-            self.openssl_cpu_settings = check_mask_reached(
-                self.mask, str(self.call(None, "cpu_info")["openssl_cpu_settings"]))
+            settings = str(self.call(None, "cpu_info")["openssl_cpu_settings"])
+            self.openssl_cpu_settings = (settings if mask is None
+                                         else check_mask_reached(mask, settings))
         except BaseException:
             self.close()
             raise
@@ -102,9 +122,9 @@ class MaskedWorker:
         """Calls ``method`` on kernel ``obj`` (None: a function or type of _core) in the child."""
         proc = self._proc
         if self.abandoned:
-            raise RuntimeError("the hw_aes=False child process was stopped by Ctrl-C")
+            raise RuntimeError(f"the {self._what} was stopped by Ctrl-C")
         if proc.poll() is not None or proc.stdin is None or proc.stdout is None:
-            raise RuntimeError("the hw_aes=False child process is gone"
+            raise RuntimeError(f"the {self._what} is gone"
                                + (f":\n{proc.stderr.read().strip()}" if proc.stderr else ""))
         try:
             proc.stdin.write(json.dumps([obj, method, args, kwargs]) + "\n")
@@ -115,7 +135,7 @@ class MaskedWorker:
             raise
         if not line:
             err = proc.stderr.read().strip() if proc.stderr else ""
-            raise RuntimeError(f"the hw_aes=False child process failed:\n{err}")
+            raise RuntimeError(f"the {self._what} failed:\n{err}")
         reply = json.loads(line)
         if "error" in reply:
             raise _exception_type(reply["error"]["type"])(reply["error"]["message"])
@@ -133,7 +153,14 @@ class MaskedWorker:
             self._proc.kill()
         self._proc.wait()
 
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
     def new(self, type_name: str, *args: Any, **kwargs: Any) -> MaskedKernel:
+        """A kernel of ``type_name`` (one of :data:`TYPES`) built in the child."""
+        if type_name not in TYPES:
+            raise ValueError(f"a worker builds {', '.join(TYPES)}, not {type_name!r}")
         return MaskedKernel(self, self.call(None, type_name, *args, **kwargs))
 
     def close(self) -> None:
@@ -148,17 +175,22 @@ class MaskedWorker:
             if stream is not None:
                 stream.close()
 
-    def __enter__(self) -> MaskedWorker:
+    def __enter__(self) -> WorkerProcess:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
 
-class MaskedKernel:
-    """A kernel living in a :class:`MaskedWorker` (the methods of ``_core.Kernel``)."""
+def MaskedWorker() -> WorkerProcess:
+    """A worker process with hardware AES masked (``hw_aes=False``)."""
+    return WorkerProcess(masked=True)
 
-    def __init__(self, worker: MaskedWorker, handle: int) -> None:
+
+class MaskedKernel:
+    """A kernel living in a :class:`WorkerProcess` (the methods of ``_core.Kernel``)."""
+
+    def __init__(self, worker: WorkerProcess, handle: int) -> None:
         self._worker, self._handle = worker, handle
 
     def calibrate(self, min_time: float, warmup: float = -1.0) -> int:
@@ -202,7 +234,7 @@ def _exception_type(name: str) -> type[Exception]:
 
 
 def _child() -> None:
-    """Serves a MaskedWorker: one JSON request per line, one reply per line."""
+    """Serves a WorkerProcess: one JSON request per line, one reply per line."""
     import signal
 
     from . import _core
@@ -211,13 +243,20 @@ def _child() -> None:
     # ignored too: the parent decides (and kills this process when interrupted).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     objects: dict[int, Any] = {}
+    handles = itertools.count(1)  # never reused: a closed kernel's handle stays closed
     for line in sys.stdin:
         obj, method, args, kwargs = json.loads(line)
         try:
+            result: Any
             if obj is None:  # a type (returns a handle) or a function of _core
-                result = getattr(_core, method)(*args, **kwargs)
+                if method == "PyKernel":
+                    from ._pybackends import PyKernel
+
+                    result = PyKernel(*args, **kwargs)
+                else:
+                    result = getattr(_core, method)(*args, **kwargs)
                 if not isinstance(result, (type(None), int, float, str, list, dict, tuple)):
-                    handle = len(objects) + 1
+                    handle = next(handles)
                     objects[handle] = result
                     result = handle
             elif method in ("info", "thread_ns", "thread_stagger_ns", "last_sample",

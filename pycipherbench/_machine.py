@@ -5,6 +5,9 @@ from __future__ import annotations
 import functools
 import os
 import platform
+import re
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from . import _core
@@ -164,3 +167,185 @@ def machine() -> dict[str, Any]:
     """
     fp = _fingerprint()
     return {**fp, "cpu_flags": list(fp["cpu_flags"])}
+
+
+# -- what makes this machine's figures move (``pycipherbench machine --check``) ---------------
+
+@dataclass(frozen=True)
+class Check:
+    """One thing about this machine that moves timings: its ``state`` as read, ``ok``
+    (True fine, False off, None unreadable or for information), what it does to the
+    figures and the command that fixes it (as ``pyperf system show`` says)."""
+
+    name: str
+    state: str
+    ok: bool | None
+    effect: str = ""
+    fix: str = ""
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _cpus() -> list[int]:
+    found = sorted(int(m.group(1)) for name in os.listdir(_CPU)
+                   if (m := re.fullmatch(r"cpu(\d+)", name))) if os.path.isdir(_CPU) else []
+    return found or list(range(os.cpu_count() or 1))
+
+
+_CPU = "/sys/devices/system/cpu"
+
+
+def _check_load() -> Check:
+    cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return Check("load average", "unreadable", None)
+    return Check("load average", f"{load:.2f} (1 min) on {cores} core{'s' * (cores != 1)}",
+                 load < 1.0,
+                 "other processes compete for the CPU and its caches: slower, noisier rounds",
+                 "stop other work (top shows what runs), or measure on an idle machine")
+
+
+def _check_governor(cpus: list[int]) -> Check:
+    govs = {g for c in cpus if (g := _read(f"{_CPU}/cpu{c}/cpufreq/scaling_governor"))}
+    if not govs:
+        return Check("CPU frequency governor", "not exposed (a VM, or no cpufreq driver)", None)
+    return Check("CPU frequency governor", ", ".join(sorted(govs)), govs == {"performance"},
+                 "the clock follows the load: the first rounds of a process run slower, "
+                 "and the frequency a process starts at varies",
+                 "sudo cpupower frequency-set -g performance (or: sudo pyperf system tune)")
+
+
+def _check_boost() -> Check:
+    no_turbo = _read(f"{_CPU}/intel_pstate/no_turbo")
+    boost = _read(f"{_CPU}/cpufreq/boost")
+    if no_turbo is not None:
+        on, fix = no_turbo == "0", "echo 1 | sudo tee /sys/devices/system/cpu/intel_pstate/no_turbo"
+    elif boost is not None:
+        on, fix = boost == "1", "echo 0 | sudo tee /sys/devices/system/cpu/cpufreq/boost"
+    else:
+        return Check("turbo/boost", "not exposed (a VM, or no cpufreq driver)", None)
+    return Check("turbo/boost", "on" if on else "off", not on,
+                 "the clock rises while the package is cool and few cores work, then falls: "
+                 "figures depend on temperature and on what else runs", fix)
+
+
+def _busy(cpus: list[int], seconds: float = 0.2) -> dict[int, float]:
+    """Share of time each CPU was busy over ``seconds`` (from /proc/stat)."""
+    def snap() -> dict[int, tuple[int, int]]:
+        out = {}
+        for line in (_read("/proc/stat") or "").splitlines():
+            m = re.match(r"cpu(\d+)\s+(.*)", line)
+            if m:
+                v = [int(x) for x in m.group(2).split()]
+                out[int(m.group(1))] = (sum(v), v[3] + (v[4] if len(v) > 4 else 0))
+        return out
+    a = snap()
+    time.sleep(seconds)
+    b = snap()
+    return {c: 1.0 - (b[c][1] - a[c][1]) / max(b[c][0] - a[c][0], 1) for c in a if c in b}
+
+
+def _check_smt(cpus: list[int]) -> Check:
+    groups = {s for c in cpus
+              if (s := _read(f"{_CPU}/cpu{c}/topology/thread_siblings_list")) and ("," in s or "-" in s)}
+    if not groups:
+        return Check("SMT siblings", "none (one thread per core)", True)
+    busy = _busy(cpus)
+    hot = sorted(c for c, b in busy.items() if b > 0.5)
+    return Check("SMT siblings", f"{len(groups)} cores with siblings ({', '.join(sorted(groups))}); "
+                 f"busy now: {', '.join(f'cpu{c}' for c in hot) or 'none'}", not hot,
+                 "a busy sibling thread shares the core's execution units and caches: the "
+                 "benchmark on the other thread runs slower by an amount that varies",
+                 "stop the work on the siblings, or: echo off | sudo tee "
+                 "/sys/devices/system/cpu/smt/control")
+
+
+def _check_thp() -> Check:
+    raw = _read("/sys/kernel/mm/transparent_hugepage/enabled")
+    if raw is None:
+        return Check("transparent huge pages", "not exposed", None)
+    chosen = re.search(r"\[(\w+)\]", raw)  # "always [madvise] never": the bracketed one
+    mode = chosen.group(1) if chosen else raw
+    return Check("transparent huge pages", str(mode), mode != "always",
+                 "whether a process's large buffers get huge pages varies from process to "
+                 "process (TLB misses differ): the worker processes' spread covers it, at the "
+                 "cost of wider intervals",
+                 "echo madvise | sudo tee /sys/kernel/mm/transparent_hugepage/enabled")
+
+
+def _check_aslr() -> Check:
+    raw = _read("/proc/sys/kernel/randomize_va_space")
+    if raw is None:
+        return Check("ASLR", "not exposed", None)
+    on = raw != "0"
+    return Check("ASLR", f"{'on' if on else 'off'} (randomize_va_space={raw})", True,
+                 "each process gets another memory layout (cache-set and 4 KiB aliasing "
+                 "effects differ): the worker processes sample it" if on else
+                 "every process gets the same layout: intervals cannot see layout effects, "
+                 "which another machine's layout may show", "")
+
+
+def _check_isolated() -> Check:
+    raw = _read(f"{_CPU}/isolated")
+    if raw is None:
+        return Check("isolated CPUs", "not exposed", None)
+    return Check("isolated CPUs", raw or "none", None if not raw else True,
+                 "" if raw else "the benchmark shares its CPU with every other task and with "
+                 "interrupts: preemptions show as slow rounds",
+                 "" if raw else "boot with isolcpus=N (and rcu_nocbs=N), then run under "
+                 "taskset -c N (pyperf's advice for the quietest figures)")
+
+
+def _check_throttle(cpus: list[int]) -> Check:
+    counts: dict[str, int] = {}
+    for c in cpus:
+        for kind in ("core", "package"):
+            v = _read(f"{_CPU}/cpu{c}/thermal_throttle/{kind}_throttle_count")
+            if v is not None and v.isdigit():
+                counts[kind] = counts.get(kind, 0) + int(v)
+    if not counts:
+        return Check("thermal throttling", "counters not exposed (a VM, or not Intel)", None)
+    total = sum(counts.values())
+    return Check("thermal throttling", ", ".join(f"{k} {v} since boot" for k, v in counts.items()),
+                 total == 0, "a hot CPU lowers its clock in the middle of a run: a drift "
+                 "between the first and the last rounds", "cool the machine (airflow, a "
+                 "lower fixed clock: sudo cpupower frequency-set -u <freq>)")
+
+
+def check_machine() -> list[Check]:
+    """What on this machine makes timings move, read without root and changing nothing."""
+    cpus = _cpus()
+    return [_check_load(), _check_governor(cpus), _check_boost(), _check_smt(cpus),
+            _check_thp(), _check_aslr(), _check_isolated(), _check_throttle(cpus)]
+
+
+def format_checks(checks: list[Check]) -> str:
+    """The checks as ``pyperf system show`` prints them: state, and for what is off its
+    effect and fix."""
+    tag = {True: "ok  ", False: "OFF ", None: "info"}
+    lines = ["# What makes this machine's figures move (read only; nothing changed)"]
+    for c in checks:
+        lines.append(f"[{tag[c.ok]}] {c.name}: {c.state}")
+        if c.ok is not True and c.effect:
+            lines.append(f"       effect: {c.effect}")
+        if c.ok is not True and c.fix:
+            lines.append(f"       fix: {c.fix}")
+    off = [c.name for c in checks if c.ok is False]
+    lines.append(f"# {len(off)} of {len(checks)} off" + (f": {', '.join(off)}" if off else ""))
+    return "\n".join(lines)
+
+
+def check_summary(checks: list[Check] | None = None) -> str:
+    """One line for a run's header naming what is off ('' when nothing is)."""
+    checks = check_machine() if checks is None else checks
+    off = [f"{c.name} {c.state}" for c in checks if c.ok is False]
+    return ("# Machine: " + "; ".join(off) + " (pycipherbench machine --check says what to do)"
+            if off else "")

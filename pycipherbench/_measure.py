@@ -14,7 +14,7 @@ from ._cost import PayloadCostWarning, payload_cost
 from ._format import format_size
 from ._record import Record, TableColumn
 from ._rounds import (DEFAULT_ROUNDS, KernelPoint, Plan, PointData, RunInfo, Workers,
-                      record_fields, run_one)
+                      record_fields, resolve_processes, run_one)
 
 Op = Literal["enc", "dec"]
 Scope = Literal["stream", "message", "rekey"]
@@ -177,13 +177,8 @@ def plan(
                          f"'{backend}' would still use them (measure it with hw_aes=True)")
     if workers is None and not hw_aes:
         raise ValueError("hw_aes=False needs the run's workers (the masked child process)")
-    factory: Any
-    if args.get("backend", "openssl").startswith("py:"):
-        from ._pybackends import PyKernel
-
-        factory, mask = PyKernel, None
-    else:
-        factory, mask = (workers or Workers()).factory("Kernel", hw_aes)
+    py = args.get("backend", "openssl").startswith("py:")
+    factory, mask = (workers or Workers()).factory("PyKernel" if py else "Kernel", hw_aes)
     point = KernelPoint(factory, {"transformation": transformation, **args}, min_time, warm)
     build = functools.partial(Measurement._from_rounds, min_time=min_time, repeats=repeats,
                               hw_aes=hw_aes, hw_mask=mask)
@@ -206,6 +201,7 @@ def measure(
     repeats: int = DEFAULT_ROUNDS,
     warmup: float | None = None,
     progress: bool = False,
+    processes: int | None = None,
 ) -> Measurement:
     """Time one cipher kernel in C, with the GIL released, in ``repeats`` rounds.
 
@@ -246,6 +242,13 @@ def measure(
         repeats: rounds (default 10; fewer give a rough number and say so in ``warnings``).
         warmup: seconds of warm-up before calibrating (default: min_time).
         progress: a progress bar on stderr.
+        processes: fresh worker processes the rounds run in, one after another (each
+            runs complete rounds; the operation count is calibrated once, in the
+            first), so that the interval covers what differs in the next process
+            (memory layout, hash seeds, the frequency it starts at). Default: up to
+            5 with at least 2 rounds each (10 rounds: 5 x 2, about 1-2 s of process
+            start-up on top; fewer than 4 rounds: this process). ``1`` measures in
+            this process, and its interval says it covers this process only.
 
     Ctrl-C stops it within about 0.1 s, inside a long sample too (KeyboardInterrupt).
     A payload over
@@ -256,9 +259,9 @@ def measure(
         note = payload_cost([(payload, threads)], repeats, what="payload")
         if note:
             warnings.warn(note, PayloadCostWarning, stacklevel=2)
-    with Workers() as workers:
+    with Workers(resolve_processes(processes, repeats)) as workers:
         p = plan(transformation, op=op, payload=payload, key_bits=key_bits, rounds=rounds,
                  scope=scope, iv_len=iv_len, hw_aes=hw_aes, backend=backend, threads=threads,
                  min_time=min_time, repeats=repeats, warmup=warmup, workers=workers)
-        m: Measurement = run_one(p, repeats, progress=progress, desc="measure")
+        m: Measurement = run_one(p, repeats, progress=progress, desc="measure", workers=workers)
     return m

@@ -50,6 +50,9 @@ class Record:
     95% interval of the median across rounds. ``payload`` is the bytes an
     operation processes (0 when it processes none). ``hw_aes`` is False when
     OpenSSL ran with AES-NI/PCLMULQDQ masked (``hw_mask`` says how).
+    ``process`` holds the worker process (0-based) each round ran in, and
+    ``processes`` how many the run was asked to use (1: this process); the interval
+    accounts for both levels, rounds within processes and processes within the run.
     """
 
     payload: int
@@ -69,6 +72,10 @@ class Record:
     #: rounds; a resumed sweep's new points get a new one). Two records pair round by
     #: round only when they share it. None: not recorded (files of older versions).
     run_id: str | None = None
+    #: The worker process (0-based) of each round; None: one process (older files too).
+    process: np.ndarray | None = None
+    #: Worker processes the run was asked to use (1: this process, older files too).
+    processes: int = 1
 
     #: Metric columns of :meth:`Results.to_numpy` for this kind of result.
     METRICS: ClassVar[tuple[str, ...]] = (
@@ -76,7 +83,7 @@ class Record:
         "ns_per_op", "cycles_per_byte")
     #: Fields holding arrays: NumPy in memory, lists in JSON.
     _ARRAYS: ClassVar[tuple[str, ...]] = ("samples", "tsc_samples", "cpu_fraction", "nivcsw",
-                                          "canary")
+                                          "canary", "process")
 
     # -- rounds
     @property
@@ -85,31 +92,41 @@ class Record:
         ``rounds``: that is a TEA/XTEA measurement's cycle count.)"""
         return len(self.samples)
 
+    def interval(self) -> Any:
+        """The median's :class:`~pycipherbench.stats.Interval`: over the rounds of one
+        process (order statistics), or over the worker processes and their rounds."""
+        from .stats import median_interval
+
+        return median_interval(self.samples, self.process)
+
     @property
     def ci(self) -> tuple[float, float]:
-        """95% interval of the median ns per operation across rounds (distribution-free,
-        from order statistics: :func:`~pycipherbench.stats.median_ci`). With fewer than 6
-        rounds it cannot reach 95%: it is then the range of the rounds, whose coverage
-        :attr:`ci_level` gives (and :attr:`ci_words`, the reprs, tables and JSON say)."""
-        from .stats import median_ci
-
-        return median_ci(self.samples)
+        """95% interval of the median ns per operation. Over W >= 2 worker processes it
+        accounts for both levels (:func:`~pycipherbench.stats.process_interval`); in one
+        process it is from order statistics over the rounds and covers this process
+        only (:func:`~pycipherbench.stats.median_ci`): with fewer than 6 rounds it
+        cannot reach 95% and is the range of the rounds, whose coverage :attr:`ci_level`
+        gives (and :attr:`ci_words`, the reprs, tables and JSON say)."""
+        return self.interval().interval
 
     @property
     def ci_level(self) -> float:
-        """The coverage :attr:`ci` attains: at least 0.95 with 6 or more rounds, less
-        below (3 rounds: 0.75, the range), 0 for a single round (no interval)."""
-        from .stats import median_ci_level
-
-        return median_ci_level(len(self.samples))
+        """The coverage :attr:`ci` attains: at least 0.95 with 6 or more rounds in one
+        process, less below (3 rounds: 0.75, the range), 0 for a single round (no
+        interval); over processes the nominal 0.95."""
+        return float(self.interval().level)
 
     @property
     def ci_words(self) -> str:
-        """What :attr:`ci` is, in words: ``"95% interval"``, ``"75% interval: the range of
-        3 rounds; 95% needs 6"``, ``"no interval: 1 round"``."""
-        from .stats import interval_words
+        """What :attr:`ci` is, in words: ``"95% interval over 5 processes x 2 rounds"``,
+        ``"95% interval, this process only"``, ``"75% interval: the range of 3 rounds;
+        95% needs 6"``, ``"no interval: 1 round"``."""
+        return str(self.interval().words)
 
-        return interval_words(len(self.samples))
+    @property
+    def n_processes(self) -> int:
+        """Worker processes the kept rounds ran in."""
+        return 1 if self.process is None else len(np.unique(self.process))
 
     # -- statistics of ns per operation
     @property
@@ -186,6 +203,7 @@ class Record:
             "iqr": self.iqr, "cv": self.cv, "ns_per_op": self.ns_per_op, "warnings": list(self.warnings),
             "mb_per_s": self.mb_per_s, "kb_per_ms": self.kb_per_ms,
             "cycles_per_byte": self.cycles_per_byte, "run_id": self.run_id,
+            "processes": self.processes, "ci_words": self.ci_words,
             **{name: _to_list(getattr(self, name)) for name in self._ARRAYS},
             "machine": self.machine,
         }

@@ -254,6 +254,10 @@ class RunInfo:
     #: A random id of this run: the records it builds carry it (``Record.run_id``),
     #: and only records of one run pair round by round.
     run_id: str = field(default_factory=lambda: secrets.token_hex(4))
+    #: Worker processes the run was asked to use (1: this process).
+    processes: int = 1
+    #: The worker process (0-based, in run order) of each kept round.
+    schedule: list[int] = field(default_factory=list)
 
 
 _canary_rate: float | None = None  # additions per ns, measured once per process
@@ -293,9 +297,13 @@ def _say_how_long(first_round: float, rounds: int, desc: str) -> None:
 
 
 def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: int | None = None,
-               progress: bool = False, desc: str = "rounds") -> RunInfo:
+               progress: bool = False, desc: str = "rounds",
+               workers: Workers | None = None) -> RunInfo:
     """Prepares every point, then takes ``rounds`` rounds of one sample per point in a
-    fresh random order each; closes the points. KeyboardInterrupt ends the run with the
+    fresh random order each; closes the points. With ``workers`` of W processes the
+    rounds run in W fresh worker processes one after another (:func:`process_schedule`),
+    each running complete rounds of every point, so rounds still pair; the points are
+    prepared (calibrated) once, in the first. KeyboardInterrupt ends the run with the
     complete rounds kept (``RunInfo.interrupted``); before the first round completed
     (while preparing, too), ``RunInfo.partial`` says the points keep one sample each
     where they have one (the first round's, else the calibration's final call)."""
@@ -304,6 +312,10 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
     if seed is None:
         seed = random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
+    processes = workers.processes if workers is not None else 1
+    if processes > rounds:
+        raise ValueError(f"processes={processes} needs at least as many rounds, got {rounds}")
+    schedule = process_schedule(rounds, processes)
     done, interrupted, prepared = 0, False, False
     try:
         n_canary = _canary_iterations(points)
@@ -321,12 +333,16 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
         with progress_bar(rounds * len(points), enabled=progress and prepared) as bar:
             try:
                 for r in range(rounds if prepared else 0):
+                    if r and schedule[r] != schedule[r - 1] and workers is not None:
+                        workers.next_process()  # a fresh process for the next rounds
                     t0 = time.monotonic()
                     canary = _canary(n_canary)
                     order = list(range(len(points)))
                     rng.shuffle(order)
                     for i in order:
-                        bar.start(f"{desc}: round {r + 1}/{rounds}")
+                        bar.start(f"{desc}: round {r + 1}/{rounds}"
+                                  + (f", process {schedule[r] + 1}/{processes}"
+                                     if processes > 1 else ""))
                         points[i].sample(canary)
                         bar.done()
                     done = r + 1
@@ -352,7 +368,8 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
     except OSError:
         load = None
     return RunInfo(rounds=done, interrupted=interrupted, loadavg=load, seed=seed,
-                   partial=partial and any(p.data.ns for p in points))
+                   partial=partial and any(p.data.ns for p in points), processes=processes,
+                   schedule=schedule[:1 if partial else done])
 
 
 @dataclass
@@ -366,9 +383,10 @@ class Plan:
 def record_fields(data: PointData, run: RunInfo, *, repeats: int) -> dict[str, Any]:
     """The :class:`~pycipherbench._record.Record` fields of a point's rounds: the
     per-round arrays, the operation count, and the instability warnings."""
-    from .stats import instability_warnings, median_ci
+    from .stats import instability_warnings, median_interval
 
     a = data.arrays()
+    process = np.asarray(run.schedule[:len(a["samples"])], dtype=np.float64)
     tsc = a["tsc_samples"] if _core.TSC_AVAILABLE and len(a["tsc_samples"]) else None
     notes: list[str] = []
     if run.partial:
@@ -382,59 +400,126 @@ def record_fields(data: PointData, run: RunInfo, *, repeats: int) -> dict[str, A
             rounds_ns=a["samples"], cpu_ns=a["cpu_fraction"], wall_ns=np.ones(run.rounds),
             nivcsw=a["nivcsw"], canary_ns=a["canary"], canary_best_ns=canary_best(),
             loadavg=run.loadavg[0] if run.loadavg else None, cores=os.cpu_count(),
-            ci=median_ci(a["samples"]))
+            ci=median_interval(a["samples"], process).interval)
     return dict(samples=a["samples"], tsc_samples=tsc, cpu_fraction=a["cpu_fraction"],
                 nivcsw=a["nivcsw"], canary=a["canary"], iterations=data.iterations,
-                repeats=repeats, warnings=tuple(notes), run_id=run.run_id)
+                repeats=repeats, warnings=tuple(notes), run_id=run.run_id, process=process,
+                processes=run.processes)
 
 
 def run_plans(plans: Sequence[Plan], repeats: int, *, seed: int | None = None,
-              progress: bool = False, desc: str = "rounds") -> tuple[list[Any], RunInfo]:
-    """Runs the plans' points in interleaved rounds and builds their records."""
+              progress: bool = False, desc: str = "rounds",
+              workers: Workers | None = None) -> tuple[list[Any], RunInfo]:
+    """Runs the plans' points in interleaved rounds (in ``workers``' processes) and
+    builds their records."""
     from .stats import load_scipy_stats
 
     load_scipy_stats()  # before the rounds: building records after Ctrl-C must not wait for it
-    run = run_rounds([p.point for p in plans], repeats, seed=seed, progress=progress, desc=desc)
+    run = run_rounds([p.point for p in plans], repeats, seed=seed, progress=progress, desc=desc,
+                     workers=workers)
     if run.rounds == 0:
         return [], run
     return [p.build(p.point.data, run) for p in plans], run
 
 
-def run_one(plan: Plan, repeats: int, *, progress: bool = False, desc: str = "rounds") -> Any:
+def run_one(plan: Plan, repeats: int, *, progress: bool = False, desc: str = "rounds",
+            workers: Workers | None = None) -> Any:
     """The record of one plan's rounds (what measure() and store.bench() return); Ctrl-C
     is re-raised, as a single measurement has nothing worth keeping."""
-    records, run = run_plans([plan], repeats, progress=progress, desc=desc)
+    records, run = run_plans([plan], repeats, progress=progress, desc=desc, workers=workers)
     if run.interrupted:
         raise KeyboardInterrupt
     return records[0]
 
 
-class Workers:
-    """The masked child process for ``hw_aes=False`` points, started on first use and
-    shared by every point of a run."""
+#: Default worker processes of a run (``processes=None``): a run of ``repeats`` rounds
+#: spreads them over up to this many fresh processes, at least
+#: :data:`ROUNDS_PER_PROCESS` rounds each (10 rounds: 5 processes x 2 rounds; fewer than
+#: 4 rounds: this process only).
+DEFAULT_PROCESSES = 5
+ROUNDS_PER_PROCESS = 2
 
-    def __init__(self) -> None:
-        self._worker: Any = None
+
+def resolve_processes(processes: int | None, repeats: int, what: str = "processes") -> int:
+    """The worker processes of a run of ``repeats`` rounds: ``processes`` checked, or for
+    None the default (:data:`DEFAULT_PROCESSES`, at least :data:`ROUNDS_PER_PROCESS`
+    rounds each). 1 runs in this process (its intervals cover this process only)."""
+    if processes is None:
+        return max(1, min(DEFAULT_PROCESSES, repeats // ROUNDS_PER_PROCESS))
+    if not isinstance(processes, int) or isinstance(processes, bool) or processes < 1:
+        raise ValueError(f"{what} must be an int >= 1 (1: in this process), got {processes!r}")
+    if isinstance(repeats, int) and not isinstance(repeats, bool) and processes > repeats:
+        raise ValueError(f"{what}={processes} needs at least as many rounds (repeats={repeats}): "
+                         "every worker process runs complete rounds")
+    return processes
+
+
+def process_schedule(rounds: int, processes: int) -> list[int]:
+    """The worker process (0-based) of each round, in run order: ``rounds`` split as
+    evenly as possible, earlier processes taking the extra rounds."""
+    base, extra = divmod(rounds, processes)
+    return [w for w in range(processes) for _ in range(base + (w < extra))]
+
+
+class Workers:
+    """Where a run's kernels live: ``processes`` fresh worker processes, one after
+    another (:class:`~._hwaes.WorkerProcess`), each holding the kernels of its rounds;
+    or, with ``processes=1``, this process. ``hw_aes=False`` points always run in a
+    worker with hardware AES masked: the same mechanism, so a run with W processes
+    starts a fresh masked worker beside each fresh unmasked one. Calibration happens
+    once, in the first worker (a point's operation count is kept across workers).
+
+    :meth:`next_process` ends the current workers; the next kernel then starts
+    fresh ones. ``started`` counts the worker processes started."""
+
+    def __init__(self, processes: int = 1) -> None:
+        self.processes = resolve_processes(processes, 1 << 30)
+        self._current: dict[bool, Any] = {}  # masked? -> WorkerProcess
+        self.started = 0
+        #: Process ids of every worker started (tests check that none is left behind).
+        self.pids: list[int] = []
+
+    def worker(self, masked: bool) -> Any:
+        """The current worker process (masked or not), started on first use."""
+        w = self._current.get(masked)
+        if w is None:
+            from ._hwaes import WorkerProcess
+
+            w = self._current[masked] = WorkerProcess(masked=masked)
+            self.started += 1
+            self.pids.append(w.pid)
+        return w
 
     def masked(self) -> Any:
-        if self._worker is None:
-            from ._hwaes import MaskedWorker
+        return self.worker(True)
 
-            self._worker = MaskedWorker()
-        return self._worker
+    def new(self, type_name: str, hw_aes: bool, *args: Any, **kwargs: Any) -> Any:
+        """A kernel of ``type_name`` built in the current worker process."""
+        return self.worker(not hw_aes).new(type_name, *args, **kwargs)
 
     def factory(self, type_name: str, hw_aes: bool) -> tuple[Factory, str | None]:
-        """What builds a ``_core`` kernel type (``"Kernel"``, ``"StoreKernel"``) for a
-        point: here, or in the masked child for ``hw_aes=False``; and the mask used."""
-        if hw_aes:
+        """What builds a kernel type (``"Kernel"``, ``"StoreKernel"``, ``"PyKernel"``) for
+        a point: here (``processes=1`` with hardware AES), else in whichever worker
+        process is current when it is called; and the mask used for ``hw_aes=False``."""
+        from ._hwaes import masked_environment
+
+        mask = None if hw_aes else masked_environment()[1]
+        if hw_aes and self.processes == 1:
+            if type_name == "PyKernel":
+                from ._pybackends import PyKernel
+
+                return PyKernel, None
             return getattr(_core, type_name), None
-        worker = self.masked()
-        return functools.partial(worker.new, type_name), worker.mask
+        return functools.partial(self.new, type_name, hw_aes), mask
+
+    def next_process(self) -> None:
+        """Ends the current worker processes: the next kernel starts fresh ones."""
+        for w in self._current.values():
+            w.close()
+        self._current.clear()
 
     def close(self) -> None:
-        if self._worker is not None:
-            self._worker.close()
-            self._worker = None
+        self.next_process()  # a worker stopped by Ctrl-C was killed already: its pipes close
 
     def __enter__(self) -> Workers:
         return self

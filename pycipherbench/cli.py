@@ -47,7 +47,13 @@ def cmd_speed(args: argparse.Namespace) -> int:
 
 
 def _speed_table(args: argparse.Namespace, payload: int) -> int:
-    results, run = run_speed(payload, args.quick, hw_aes=not args.no_hw_aes)
+    from ._machine import check_summary
+
+    said = check_summary()  # before the run: what on this machine will move the figures
+    if said:
+        print(said, flush=True)
+    results, run = run_speed(payload, args.quick, hw_aes=not args.no_hw_aes,
+                             processes=args.processes)
     if not results:
         print("# Interrupted (Ctrl-C) before any row was sampled: no figures.", file=sys.stderr)
         return 130
@@ -62,7 +68,7 @@ def _speed_table(args: argparse.Namespace, payload: int) -> int:
               "are from those rounds only.")
     if args.json:
         doc = {"machine": machine(), "payload": payload, "hw_aes": not args.no_hw_aes,
-               "results": [m.to_dict() for m in results]}
+               "processes": run.processes, "results": [m.to_dict() for m in results]}
         write_json_atomic(args.json, doc)
         print(f"# Raw samples written to {os.fspath(args.json)}")
     return 130 if run.interrupted else 0
@@ -78,7 +84,7 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
     from . import backends
     from ._measure import check_kernel, plan
     from ._names import nearest
-    from ._rounds import Workers, run_plans
+    from ._rounds import Workers, resolve_processes, run_plans
 
     known = {b["name"]: b for b in backends()}
     if args.backend == "all":
@@ -107,11 +113,12 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
                         skipped[(t, b)] = "--no-hw-aes masks OpenSSL only"
                 except (ValueError, TypeError) as e:  # UnsupportedCipherError is a ValueError
                     skipped[(t, b)] = str(e)
-    with Workers() as workers:
+    with Workers(resolve_processes(args.processes, timing["repeats"])) as workers:
         plans = [plan(t, hw_aes=not args.no_hw_aes, workers=workers, **kw, **timing)
                  for t, op, b, kw in jobs]
         try:
-            records, run = run_plans(plans, timing["repeats"], progress=True, desc="speed")
+            records, run = run_plans(plans, timing["repeats"], progress=True, desc="speed",
+                                     workers=workers)
         except KeyboardInterrupt:
             records = []
     if not records:
@@ -316,7 +323,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             warnings.simplefilter("ignore", PayloadCostWarning)  # said above
             results = sweep(args.target, seed=args.seed, out=args.out, resume=args.resume,
                             skip_invalid=args.skip_invalid, progress=not args.no_progress,
-                            resume_hint="--resume", **grid)
+                            resume_hint="--resume", processes=args.processes, **grid)
     except (ValueError, TypeError) as e:
         return _fail("sweep", e)
     print(results.table())
@@ -449,7 +456,8 @@ def cmd_store(args: argparse.Namespace) -> int:
         if args.json:
             check_output(args.json, what="--json", keep_existing=not args.force)
         points = store_points(n_keys, hw_aes=not args.no_hw_aes, min_time=timing["min_time"])
-        results = run_points("store", points, timing, seed=args.seed, progress=not args.no_progress)
+        results = run_points("store", points, timing, seed=args.seed, progress=not args.no_progress,
+                             processes=args.processes)
     except (ValueError, TypeError, OSError) as e:
         return _fail("store", e)
     if not len(results):
@@ -523,6 +531,7 @@ def _add_sweep_commands(sub: Any) -> None:
     sw.add_argument("--skip-invalid", action="store_true",
                     help="skip points the target rejects instead of failing")
     sw.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_processes_option(sw)
     sw.set_defaults(func=cmd_sweep)
 
     cmp = sub.add_parser(
@@ -588,6 +597,7 @@ def _add_sweep_commands(sub: Any) -> None:
                          "SQLCipher 4, SQLite, an MMKV design model): which fits --budget")
     st.add_argument("--budget", type=float, default=900.0,
                     help="with --designs: the start-up budget in ms (default 900, the article's)")
+    add_processes_option(st)
     st.set_defaults(func=cmd_store)
 
 
@@ -620,6 +630,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default openssl; all: every available one; see `pycipherbench backends`)")
     speed.add_argument("--threads", type=int, default=1,
                        help="N independent contexts on N threads per cell (aggregate KB/ms)")
+    add_processes_option(speed)
     speed.set_defaults(func=cmd_speed)
     bk = sub.add_parser(
         "backends", help="the crypto libraries this build and this Python have",
@@ -629,7 +640,40 @@ def build_parser() -> argparse.ArgumentParser:
     bk.add_argument("-v", "--verbose", action="store_true", help="list each one's transformations")
     bk.set_defaults(func=cmd_backends)
     _add_sweep_commands(sub)
+    add_machine_command(sub)
     return parser
+
+
+# -- issue 27: worker processes and the machine check (kept local for the merge) ------------
+
+def add_processes_option(parser: argparse.ArgumentParser) -> None:
+    """``--processes N``: the fresh worker processes the rounds run in."""
+    parser.add_argument(
+        "--processes", type=int, default=None, metavar="N",
+        help="fresh worker processes the rounds run in, one after another (default: up to "
+             "5, at least 2 rounds each; 1: this process, whose intervals cover it only)")
+
+
+def add_machine_command(sub: Any) -> None:
+    mc = sub.add_parser(
+        "machine", help="this machine's fingerprint; --check: what makes its figures move",
+        description="Print the machine fingerprint recorded with every result. --check reads "
+                    "(never changes) what makes timings noisy: load, CPU frequency governor, "
+                    "boost/turbo, busy SMT siblings, transparent huge pages, ASLR, isolated "
+                    "CPUs, thermal throttling; each with its effect and the command that fixes it.")
+    mc.add_argument("--check", action="store_true", help="check what makes figures move")
+    mc.set_defaults(func=cmd_machine)
+
+
+def cmd_machine(args: argparse.Namespace) -> int:
+    from ._machine import check_machine, format_checks
+
+    if not args.check:
+        print(json.dumps(machine(), indent=2))
+        return 0
+    checks = check_machine()
+    print(format_checks(checks))
+    return 0
 
 
 def _show_warning(message: Any, category: Any, filename: str, lineno: int,

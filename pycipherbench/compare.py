@@ -17,7 +17,7 @@ import numpy as np
 
 from ._format import format_cell, format_ns, format_table
 from ._params import Column, param_columns, param_names, point_key, same_value, structured_array
-from .stats import RUN_TO_RUN, Ratio, compare_rounds, paired_ratio
+from .stats import Ratio, compare_rounds, paired_ratio
 
 if TYPE_CHECKING:
     from ._record import Record
@@ -171,7 +171,8 @@ def _index(results: Results, ignored: set[str]) -> dict[tuple[Any, ...], int]:
 
 def _compare_point(params: dict[str, Any], a: Record, b: Record, alpha: float) -> PointComparison:
     """``a`` (these results) against ``b`` (the baseline) at one point."""
-    c = compare_rounds(b.samples, a.samples, alpha=alpha)  # ratio: this / baseline, in ns
+    c = compare_rounds(b.samples, a.samples, alpha=alpha, process_a=b.process,
+                       process_b=a.process)  # ratio: this / baseline, in ns
     if c.significant is None:
         verdict = "too few rounds"
     elif c.significant:
@@ -237,8 +238,7 @@ def _check_names(results: Results, side: str, want: dict[str, Any]) -> None:
                              f"the points have {', '.join(known) or 'no parameters'}")
 
 
-def ratios(results: Results, numerator: dict[str, Any], denominator: dict[str, Any],
-           run_to_run: float = RUN_TO_RUN) -> list[Ratio]:
+def ratios(results: Results, numerator: dict[str, Any], denominator: dict[str, Any]) -> list[Ratio]:
     """Paired ratios (numerator / denominator, of ns per operation) of the points of one
     sweep that differ only in the given parameters: see :meth:`Results.ratio`."""
     if not numerator or not denominator:
@@ -268,7 +268,7 @@ def ratios(results: Results, numerator: dict[str, Any], denominator: dict[str, A
                              f"({m.run_id or 'unrecorded'} and {d.run_id or 'unrecorded'}; e.g. "
                              "one of them added by a resumed sweep): their rounds are not the "
                              "same rounds, so they cannot be paired; measure both in one sweep")
-        out.append(paired_ratio(m.samples, d.samples, params=rest, run_to_run=run_to_run))
+        out.append(paired_ratio(m.samples, d.samples, params=rest, process=m.process))
     if not out:
         raise ValueError(f"no pair of points matches numerator={numerator} and "
                          f"denominator={denominator} with all other parameters equal; "

@@ -16,7 +16,7 @@ from ._format import format_ns, format_size_compact, format_table
 from ._measure import Measurement, Op, plan
 from ._params import point_key
 from ._record import Record
-from ._rounds import DEFAULT_ROUNDS, RunInfo, Workers, run_plans
+from ._rounds import DEFAULT_ROUNDS, RunInfo, Workers, resolve_processes, run_plans
 from .results import Results
 from .stats import paired_ratio, summarize_warnings
 from .store_bench import StoreMeasurement
@@ -47,10 +47,11 @@ QUICK_NOTE = ("--quick: 3 short rounds; the intervals are rough (3 rounds cannot
               "warnings are likely: rerun without --quick for numbers to act on")
 
 
-def run_speed(payload: int, quick: bool, hw_aes: bool,
-              progress: bool = True) -> tuple[list[Measurement], RunInfo]:
+def run_speed(payload: int, quick: bool, hw_aes: bool, progress: bool = True,
+              processes: int | None = None) -> tuple[list[Measurement], RunInfo]:
     """Every transformation of :data:`SPEED_GROUPS`, encrypting and decrypting ``payload``
-    bytes, in interleaved rounds (so the TEA:AES ratios pair round by round).
+    bytes, in interleaved rounds (so the TEA:AES ratios pair round by round), in
+    ``processes`` fresh worker processes (default: see :func:`~._rounds.resolve_processes`).
 
     Returns the measurements (if Ctrl-C came before the first round ended, the rows
     sampled so far with one sample each, ``RunInfo.partial``; with fewer rounds if it
@@ -59,11 +60,12 @@ def run_speed(payload: int, quick: bool, hw_aes: bool,
     names = [n for _, group in SPEED_GROUPS for n in group]
     jobs: list[tuple[str, Op]] = [(n, op) for n in names for op in ("enc", "dec")]
     timing = SPEED_TIMING[quick]
-    with Workers() as workers:
+    with Workers(resolve_processes(processes, timing["repeats"])) as workers:
         plans = [plan(name, op=op, payload=payload, hw_aes=hw_aes, workers=workers, **timing)
                  for name, op in jobs]
         try:
-            records, run = run_plans(plans, timing["repeats"], progress=progress, desc="speed")
+            records, run = run_plans(plans, timing["repeats"], progress=progress, desc="speed",
+                                     workers=workers)
         except KeyboardInterrupt:  # while preparing: nothing measured
             return [], RunInfo(rounds=0, interrupted=True, loadavg=None, seed=0)
     if run.partial:  # Ctrl-C in the first round: the rows it sampled, one sample each
@@ -90,7 +92,8 @@ def format_speed(results: list[Measurement], payload: int) -> str:
         tea = by_key.get((tea_name, "enc"))
         if aes is None or tea is None or min(aes.n_rounds, tea.n_rounds) < 2:
             continue  # no pairs: single samples say nothing about a ratio's interval
-        r = paired_ratio(tea.samples, aes.samples)  # TEA's time per AES time: AES's speedup
+        # TEA's time per AES time: AES's speedup
+        r = paired_ratio(tea.samples, aes.samples, process=aes.process)
         verdict = (f"AES is {r.estimate:.1f}x faster [{r.low:.1f}, {r.high:.1f}]" if r.estimate >= 1
                    else f"TEA is {1 / r.estimate:.1f}x faster [{1 / r.high:.1f}, {1 / r.low:.1f}]")
         lines.append(
@@ -111,10 +114,8 @@ def format_speed(results: list[Measurement], payload: int) -> str:
 
 
 def _interval_of(m: Record) -> str:
-    """What a table's intervals are, from its rounds (:func:`~.stats.interval_words`)."""
-    from .stats import interval_words
-
-    return interval_words(m.n_rounds)
+    """What a table's intervals are, from its rounds and processes (:attr:`Record.ci_words`)."""
+    return m.ci_words
 
 
 def _kb_per_ms_interval(m: Measurement, payload: int) -> str:
@@ -127,15 +128,14 @@ def _kb_per_ms_interval(m: Measurement, payload: int) -> str:
 
 def _rounds_words(results: Sequence[Record]) -> str:
     """How the table's rows were measured, from their rounds: the interval's coverage
-    when it falls short of 95% (:func:`~.stats.interval_words`)."""
-    from .stats import interval_words
-
+    when it falls short of 95%, and whether it covers worker processes or this process
+    only (:attr:`~._record.Record.ci_words`)."""
     n = results[0].n_rounds
     if n < 2:
         return ("Single samples (Ctrl-C came before the first round finished): no interval, "
                 "no ratio")
     return (f"Median of {n} rounds (every row sampled once per round, rows interleaved), "
-            f"[{interval_words(n)}]")
+            f"[{results[0].ci_words}]")
 
 
 def warning_lines(records: Sequence[Record], limit: int = 6, noun: str = "rows") -> list[str]:

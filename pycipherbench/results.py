@@ -36,7 +36,7 @@ from ._record import Record
 from .compare import Comparison, DifferentMachinesError, PointComparison
 from .compare import compare as _compare
 from .compare import ratios as _ratios
-from .stats import RUN_TO_RUN, MannWhitney, Ratio, mann_whitney_u, summarize_warnings
+from .stats import MannWhitney, Ratio, mann_whitney_u, summarize_warnings
 from .store_bench import StoreMeasurement
 
 # Importable from here as before they moved: MISSING_INT, point_key, MACHINE_KEYS, machine_differences.
@@ -251,8 +251,7 @@ class Results:
         write_json_atomic(path, self.to_dict())
 
     # -- comparison
-    def ratio(self, numerator: dict[str, Any], denominator: dict[str, Any],
-              run_to_run: float = RUN_TO_RUN) -> Ratio | list[Ratio]:
+    def ratio(self, numerator: dict[str, Any], denominator: dict[str, Any]) -> Ratio | list[Ratio]:
         """How much slower the ``numerator`` points are than the ``denominator`` points
         (ratio of ns per operation; > 1: slower), with a 95% interval.
 
@@ -260,16 +259,17 @@ class Results:
         parameters (``numerator={"key_encryption": "siv"}, denominator={"key_encryption":
         "none"}``). They were measured in the same rounds, interleaved, so each round
         gives one ratio in which whatever slowed the machine during that round cancels
-        out: the estimate is the median of the per-round ratios and the interval
-        comes from order statistics of their logs (distribution-free), widened by
-        ``run_to_run`` (default :data:`~pycipherbench.stats.RUN_TO_RUN`, 1.5%) for what
-        varies between runs but not within one; 0 gives the rounds' interval alone.
-        ``significant`` means the interval excludes 1.
+        out: the estimate is the median of the per-round ratios. Its interval accounts
+        for the worker processes the rounds ran in (each process's median ratio is one
+        estimate; :func:`~pycipherbench.stats.paired_ratio`); a run in one process
+        (``processes=1``, or a file of an older version) gets order statistics over its
+        rounds, which cover that process only. ``significant`` means the interval
+        excludes 1.
 
         Returns one :class:`~pycipherbench.stats.Ratio` when one pair matches, else a
         list (one per pair, ``params`` naming the other parameters).
         """
-        found = _ratios(self, numerator, denominator, run_to_run)
+        found = _ratios(self, numerator, denominator)
         return found[0] if len(found) == 1 else found
 
     def compare(

@@ -8,7 +8,10 @@
   i-th values of two points were measured a moment apart.
 
   - :func:`median_ci` / :func:`median_ci_level`: a distribution-free interval
-    for the median and the coverage it actually attains.
+    for the median and the coverage it actually attains (rounds of one process).
+  - :func:`median_interval` -> :class:`Interval`: the interval of a record's
+    median from the hierarchy of its rounds: rounds within a worker process,
+    processes within the run (see :func:`process_interval`).
   - :func:`paired_ratio` -> :class:`Ratio`: the ratio of two points measured
     in the same rounds (paired, so a slow period that hits both points of a
     round cancels out).
@@ -51,8 +54,9 @@ def load_scipy_stats() -> None:
 __all__ = [
     "CANARY_SLOWDOWN", "CPU_WALL_MIN", "DEFAULT_CONFIDENCE", "EXACT_LIMIT", "MAX_MIN_RATIO",
     "MIN_CI_HALF_WIDTH", "MIN_VERDICT_ROUNDS", "MannWhitney", "PREEMPTED_FRACTION", "Ratio",
-    "RUN_TO_RUN", "RoundComparison", "SPREAD_LIMIT", "compare_rounds", "instability_warnings", "mann_whitney_u",
-    "median_ci", "median_ci_level", "paired_ratio", "relative_iqr", "summarize_warnings"]
+    "Interval", "RoundComparison", "SPREAD_LIMIT", "compare_rounds", "instability_warnings",
+    "mann_whitney_u", "median_ci", "median_ci_level", "median_interval", "paired_ratio",
+    "process_interval", "relative_iqr", "summarize_warnings"]
 
 #: Largest n1*n2 for which the p-value is exact (the permutation distribution of U).
 EXACT_LIMIT = 2500
@@ -74,13 +78,6 @@ CANARY_SLOWDOWN = 0.10
 #: Relative half-width below which an interval is "too narrow to be true".
 MIN_CI_HALF_WIDTH = 0.005
 
-#: Relative half-width (95%) added in quadrature to a paired ratio's interval for what the
-#: rounds of one run cannot see: the state of a shared host that outlasts a run. Measured on
-#: the development machine (2-core AMD EPYC VM): the same paired ratio from 15 back-to-back
-#: runs of 10 rounds varied with a robust SD of 0.7-1.0% (TEA 32/16 cycles, GCM IV 16/12 B),
-#: while each run's own interval was +/-0.5-1%: too narrow to cover the next run. Pass
-#: ``run_to_run=0`` to :func:`paired_ratio` for the within-run interval alone.
-RUN_TO_RUN = 0.015
 
 #: Fewest rounds a side for a verdict of compare_rounds: in shorter runs one slow period
 #: can cover a third of the rounds, beyond what its guard allows for.
@@ -250,6 +247,90 @@ def relative_iqr(values: _Values) -> float:
     return float((q3 - q1) / med)
 
 
+# --- the hierarchy: rounds within worker processes, processes within a run -----------------
+
+def _groups(process: _Values | None, n: int, func: str) -> list[np.ndarray]:
+    """Indices of the rounds of each worker process (``process``: the process of each round;
+    None: all rounds in one process)."""
+    if process is None:
+        return [np.arange(n)]
+    p = np.asarray(process, dtype=np.float64).ravel()
+    if p.size != n:
+        raise ValueError(f"{func} needs one process index per round: {n} rounds, got {p.size}")
+    return [np.flatnonzero(p == w) for w in np.unique(p)]
+
+
+def process_words(n: int, sizes: Sequence[int], confidence: float = DEFAULT_CONFIDENCE) -> str:
+    """What an interval over ``n`` rounds in processes of ``sizes`` rounds covers, in words:
+    ``"95% interval over 5 processes x 2 rounds"``; with one process, the words of
+    :func:`interval_words` and that it covers this process only."""
+    if len(sizes) < 2:
+        words = interval_words(n, confidence)
+        return words if n < 2 else f"{words}, this process only"
+    lo, hi = min(sizes), max(sizes)
+    each = f"{lo} round{'s' if lo != 1 else ''}" if lo == hi else f"{lo}-{hi} rounds"
+    return f"{_pct(confidence)} interval over {len(sizes)} processes x {each}"
+
+
+def process_interval(logs: np.ndarray, groups: Sequence[np.ndarray],
+                     confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float, float]:
+    """(center, low, high) in log space over W >= 2 worker processes: each process's
+    estimate is the median of its rounds' values; the interval is
+    center +- t(W-1) * SD(estimates) / sqrt(W), centered on the median of all rounds.
+
+    This is the two-stage (cluster) interval: the spread of the process estimates holds
+    both levels, the rounds' noise within a process (through its median) and the
+    process-to-process differences (memory layout, frequency state, a slow period
+    covering a whole process), so nothing measured on another machine needs adding.
+    Its coverage is nominal for roughly normal process estimates (of log time, which
+    is close to normal for medians); ``bench/bench_replication.py`` measures it."""
+    w = len(groups)
+    estimates = np.array([np.median(logs[g]) for g in groups])
+    center = float(np.median(logs))
+    sd = float(np.std(estimates, ddof=1))
+    half = float(_scipy_stats().t.ppf(0.5 + confidence / 2.0, w - 1)) * sd / math.sqrt(w)
+    return center, center - half, center + half
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A median's interval from :func:`median_interval`: [``low``, ``high``] with
+    coverage ``level`` (attained by order statistics in one process, nominal over
+    processes), over ``processes`` worker processes and ``n`` rounds, and ``words``."""
+
+    low: float
+    high: float
+    level: float
+    processes: int
+    n: int
+    words: str
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return self.low, self.high
+
+
+def median_interval(values: _Values, process: _Values | None = None,
+                    confidence: float = DEFAULT_CONFIDENCE) -> Interval:
+    """The interval of the median of per-round ``values`` whose round i ran in worker
+    process ``process[i]``: with one process (or ``process`` None) :func:`median_ci`
+    over the rounds, which covers this process only; with W >= 2 processes the
+    two-level interval of :func:`process_interval` (positive values)."""
+    _check_confidence(confidence, "median_interval")
+    a = _values(values, "median_interval")
+    groups = _groups(process, a.size, "median_interval")
+    sizes = [len(g) for g in groups]
+    if len(groups) < 2:
+        low, high = median_ci(a, confidence)
+        return Interval(low, high, median_ci_level(a.size, confidence), 1, int(a.size),
+                        process_words(int(a.size), sizes, confidence))
+    if not np.all(a > 0):
+        raise ValueError("median_interval over processes needs positive values")
+    _, lo, hi = process_interval(np.log(a), groups, confidence)
+    return Interval(math.exp(lo), math.exp(hi), confidence, len(groups), int(a.size),
+                    process_words(int(a.size), sizes, confidence))
+
+
 # --- paired ratio: two points measured in the same rounds ------------------------------------
 
 @dataclass(frozen=True)
@@ -257,11 +338,11 @@ class Ratio:
     """Ratio of two points measured in the same rounds, from :func:`paired_ratio`.
 
     ``estimate`` with the interval [``low``, ``high``] whose coverage is
-    ``level`` (attained, from :func:`median_ci_level`); ``significant`` when
-    the interval excludes 1 at the requested confidence; ``n`` rounds;
-    ``params``: the other parameters of the matched pair (may be empty);
-    ``run_to_run``: the between-run half-width folded into the interval (see
-    :data:`RUN_TO_RUN`). ``float(ratio)`` is the estimate.
+    ``level`` (attained, from :func:`median_ci_level`, in one process; nominal over
+    processes); ``significant`` when the interval excludes 1 at the requested
+    confidence; ``n`` rounds in ``processes`` worker processes; ``params``: the
+    other parameters of the matched pair (may be empty). ``float(ratio)`` is the
+    estimate.
     """
 
     estimate: float
@@ -271,38 +352,45 @@ class Ratio:
     n: int
     level: float
     params: dict[str, Any] = field(default_factory=dict, hash=False)
-    run_to_run: float = 0.0
+    processes: int = 1
+    words: str = ""
 
     def __float__(self) -> float:
         return self.estimate
 
     def __str__(self) -> str:
         est, low, high = _ratio_strings(self.estimate, self.low, self.high)
-        rounds = f"{self.n} round{'s' if self.n != 1 else ''}"
+        if self.processes > 1:
+            rounds = self.words.partition(" over ")[2] or f"{self.n} rounds"
+        else:  # order statistics over the rounds of one process: they cover it only
+            rounds = f"{self.n} round{'s' if self.n != 1 else ''}"
+            rounds += ", this process only" if self.n > 1 else ""
         level = f", {_pct(self.level)} interval" if self.level < DEFAULT_CONFIDENCE else ""
         verdict = "significant" if self.significant else "not significant"
         return f"{est}x [{low}, {high}] ({rounds}{level}, {verdict})"
 
 
 def paired_ratio(numerator: _Values, denominator: _Values, confidence: float = DEFAULT_CONFIDENCE,
-                 params: dict[str, Any] | None = None, run_to_run: float = RUN_TO_RUN) -> Ratio:
+                 params: dict[str, Any] | None = None,
+                 process: _Values | None = None) -> Ratio:
     """numerator/denominator from per-round values measured in the same rounds.
 
     Round i of both sequences must come from the same round (equal lengths,
-    positive finite values). The statistics run on the per-round log ratios
+    positive finite values), which ran in worker process ``process[i]`` (None:
+    all in one process). The statistics run on the per-round log ratios
     log(numerator_i / denominator_i): a slow period that slows both points of
     a round by the same factor cancels out of them, which is why this is
-    paired. ``estimate`` = exp(median of the log ratios), the interval is exp
-    of :func:`median_ci` of the log ratios, and ``significant`` means the
-    interval excludes 1 strictly *and* attains ``confidence``: with fewer
-    than 6 rounds at 95% the interval is only (min, max), whose coverage
-    (``level``, e.g. 0.9375 for 5 rounds) falls short, so nothing is
-    significant. The rounds are taken as independent; dependence between
-    consecutive rounds that does not cancel in the ratio makes the interval
-    too narrow. So does a state of the machine that lasts longer than the run
-    (the next run sees another): ``run_to_run`` (a relative 95% half-width,
-    default :data:`RUN_TO_RUN`) is added to both sides in quadrature, in log
-    space; 0 gives the interval of this run's rounds alone.
+    paired. ``estimate`` = exp(median of the log ratios).
+
+    In one process the interval is exp of :func:`median_ci` of the log ratios,
+    and it covers this process only: a state that lasts as long as the process
+    (its memory layout, the frequency it started at) is the same in every round
+    and invisible to them. Over W >= 2 processes it is the two-level interval of
+    :func:`process_interval` of the log ratios, whose spread between processes
+    holds that state too. ``significant`` means the interval excludes 1 strictly
+    *and* attains ``confidence``: with fewer than 6 rounds at 95% in one process
+    the interval is only (min, max), whose coverage (``level``, e.g. 0.9375 for
+    5 rounds) falls short, so nothing is significant.
     """
     _check_confidence(confidence, "paired_ratio")
     num = _values(numerator, "paired_ratio", "numerator", positive=True)
@@ -310,19 +398,20 @@ def paired_ratio(numerator: _Values, denominator: _Values, confidence: float = D
     if num.size != den.size:
         raise ValueError(f"paired_ratio needs numerator and denominator from the same rounds "
                          f"(equal lengths), got {num.size} and {den.size} values")
-    if not (isinstance(run_to_run, (int, float)) and 0.0 <= run_to_run < 1.0):
-        raise ValueError(f"paired_ratio needs run_to_run (a relative half-width) in [0, 1), "
-                         f"got {run_to_run!r}")
     logs = np.log(num) - np.log(den)
-    mid = float(np.median(logs))
-    lo, hi = median_ci(logs, confidence)
-    level = median_ci_level(logs.size, confidence)
-    extra = math.log1p(run_to_run)
-    low = math.exp(mid - math.hypot(mid - lo, extra))
-    high = math.exp(mid + math.hypot(hi - mid, extra))
+    groups = _groups(process, logs.size, "paired_ratio")
+    if len(groups) < 2:
+        mid = float(np.median(logs))
+        lo, hi = median_ci(logs, confidence)
+        level = median_ci_level(logs.size, confidence)
+    else:
+        mid, lo, hi = process_interval(logs, groups, confidence)
+        level = confidence
+    low, high = math.exp(lo), math.exp(hi)
     significant = (low > 1.0 or high < 1.0) and level >= confidence - 1e-12
     return Ratio(math.exp(mid), low, high, bool(significant), int(logs.size), level,
-                 dict(params or {}), float(run_to_run))
+                 dict(params or {}), len(groups),
+                 process_words(int(logs.size), [len(g) for g in groups], confidence))
 
 
 # --- the same point in two runs ---------------------------------------------------------------
@@ -376,8 +465,22 @@ def _rounds_needed(alpha: float) -> int:
     return n
 
 
-def compare_rounds(a: _Values, b: _Values, alpha: float = 0.05) -> RoundComparison:
+def compare_rounds(a: _Values, b: _Values, alpha: float = 0.05, *,
+                   process_a: _Values | None = None,
+                   process_b: _Values | None = None) -> RoundComparison:
     """Compare the per-round values of the same point from two different runs (unpaired).
+
+    **Runs over worker processes** (``process_a`` and ``process_b`` give each round's
+    process; both runs with 2 or more): the same hierarchy as :func:`median_interval`.
+    Each process's estimate is the median of its rounds' log values; the difference
+    of the runs' centers (log medians of all rounds) gets Welch's t interval from the
+    two runs' process estimates (``level`` nominal), ``p_value`` Welch's two-sided
+    t test, and ``significant`` is p < alpha. The processes, not the rounds, are the
+    units: a slow period or memory layout shared by the rounds of a process counts
+    once, so no guard is needed. ``spread`` is then the larger SD of the process
+    estimates (relative).
+
+    **Runs in one process each** (the rest of this docstring):
 
     ``ratio`` is median(b) / median(a). Its interval multiplies two
     :func:`median_ci` at confidence sqrt(1 - alpha) each:
@@ -427,6 +530,10 @@ def compare_rounds(a: _Values, b: _Values, alpha: float = 0.05) -> RoundComparis
     xa = _values(a, "compare_rounds", "a", positive=True)
     xb = _values(b, "compare_rounds", "b", positive=True)
     na, nb = int(xa.size), int(xb.size)
+    ga = _groups(process_a, na, "compare_rounds")
+    gb = _groups(process_b, nb, "compare_rounds")
+    if len(ga) >= 2 and len(gb) >= 2:
+        return _compare_processes(xa, ga, xb, gb, alpha)
     ratio = float(np.median(xb) / np.median(xa))
     confidence = math.sqrt(1.0 - alpha)
     low_a, high_a = median_ci(xa, confidence)
@@ -462,6 +569,28 @@ def compare_rounds(a: _Values, b: _Values, alpha: float = 0.05) -> RoundComparis
                 f"spread (IQR/median up to {_pct(spread)}), which is how far a slow period in "
                 f"one run can move its median")
     return RoundComparison(ratio, low, high, p, significant, note, na, nb, spread, level)
+
+
+def _compare_processes(xa: np.ndarray, ga: Sequence[np.ndarray], xb: np.ndarray,
+                       gb: Sequence[np.ndarray], alpha: float) -> RoundComparison:
+    """:func:`compare_rounds` of two runs over worker processes (Welch over the processes)."""
+    la, lb = np.log(xa), np.log(xb)
+    ea = np.array([np.median(la[g]) for g in ga])
+    eb = np.array([np.median(lb[g]) for g in gb])
+    va, vb = np.var(ea, ddof=1) / ea.size, np.var(eb, ddof=1) / eb.size
+    diff = float(np.median(lb) - np.median(la))
+    se = math.sqrt(va + vb)
+    if se > 0:
+        df = (va + vb) ** 2 / (va**2 / (ea.size - 1) + vb**2 / (eb.size - 1))
+        t = _scipy_stats().t
+        half = float(t.ppf(1.0 - alpha / 2.0, df)) * se
+        p = float(2.0 * t.sf(abs(diff) / se, df))
+    else:  # every process estimate equal on both sides
+        half, p = 0.0, (1.0 if diff == 0 else 0.0)
+    spread = float(max(np.std(ea, ddof=1), np.std(eb, ddof=1)))
+    n_a, n_b = int(xa.size), int(xb.size)
+    return RoundComparison(math.exp(diff), math.exp(diff - half), math.exp(diff + half), p,
+                           bool(p < alpha), "", n_a, n_b, math.expm1(spread), 1.0 - alpha)
 
 
 # --- instability warnings ---------------------------------------------------------------------

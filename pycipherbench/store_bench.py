@@ -28,7 +28,7 @@ from ._format import format_ns
 from ._options import Engine, KeyEncryption, Layout, Level, PathLike, ValueEncryption, ValueType, Workload
 from ._record import Record, TableColumn
 from ._rounds import (DEFAULT_ROUNDS, Plan, PointData, RunInfo, StorePoint, Workers,
-                      record_fields, run_one)
+                      record_fields, resolve_processes, run_one)
 from .engine_bench import PyStorePoint, py_point
 
 __all__ = ["StoreMeasurement", "StoreParams", "bench", "plan_bench"]
@@ -262,7 +262,7 @@ def plan_bench(
     return Plan(point, build)
 
 
-@_options.keywords("bench", extra=("progress",))
+@_options.keywords("bench", extra=("progress", "processes"))
 def bench(
     workload: Workload,
     *,
@@ -288,6 +288,7 @@ def bench(
     stages: bool = True,
     directory: PathLike | None = None,
     progress: bool = False,
+    processes: int | None = None,
 ) -> StoreMeasurement:
     """Time one store workload in C, on a store of ``n_keys`` entries.
 
@@ -311,7 +312,11 @@ def bench(
     names, a new store), warms it up and calibrates it, and takes one sample,
     so the interval (``ci``) covers instance-to-instance variation as well as
     the machine's. Compare workloads or options with :func:`~pycipherbench.sweep`
-    and :meth:`~pycipherbench.Results.ratio`, which pair their rounds.
+    and :meth:`~pycipherbench.Results.ratio`, which pair their rounds. The rounds
+    run in ``processes`` fresh worker processes one after another, as in
+    :func:`~pycipherbench.measure` (default: up to 5, at least 2 rounds each; 1: this
+    process, whose interval covers this process only); the Python-level engines run
+    in this process.
 
     ``directory`` is where the store's files go (default: a new temporary
     directory, removed afterwards); fsync costs depend on its filesystem.
@@ -334,7 +339,8 @@ def bench(
     Ctrl-C stops the C level within about 0.1 s (samples and store builds check signals),
     the Python level within about ``min_time`` plus one store build.
     """
-    with Workers() as workers:
+    with Workers(resolve_processes(processes, repeats)) as workers:
         p = plan_bench(workload, **_options.values("bench", locals()), workers=workers)
-        m: StoreMeasurement = run_one(p, repeats, progress=progress, desc="store.bench")
+        m: StoreMeasurement = run_one(p, repeats, progress=progress, desc="store.bench",
+                                      workers=workers)
     return m

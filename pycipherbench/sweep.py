@@ -57,7 +57,7 @@ from ._measure import plan as plan_kernel
 from ._output import check_output
 from ._params import RUN_OPTIONS, point_key
 from ._record import Record
-from ._rounds import DEFAULT_ROUNDS, Plan, Workers, run_plans
+from ._rounds import DEFAULT_ROUNDS, Plan, Workers, resolve_processes, run_plans
 from .compare import machine_differences
 from .results import PathLike, Results, load_results
 from .store_bench import bench as store_bench
@@ -209,7 +209,8 @@ def _validate(target: str, point: dict[str, Any], options: dict[str, Any]) -> No
 
 
 def _plan(target: str, point: dict[str, Any], options: dict[str, Any], workers: Workers) -> Plan:
-    kwargs = {k: v for k, v in {**options, **point}.items() if v is not None or k != "warmup"}
+    kwargs = {k: v for k, v in {**options, **point}.items()
+              if (v is not None or k != "warmup") and k != "processes"}
     if target == "cipher":
         return plan_kernel(kwargs.pop("transformation"), **kwargs, workers=workers)
     return plan_bench(kwargs.pop("workload"), **kwargs, workers=workers)
@@ -242,6 +243,11 @@ def _check_resume_options(path: PathLike | None, prior: Results, options: dict[s
         raise ValueError(f"cannot resume {os.fspath(path or '')} with repeats={now}: its points "
                          f"were measured with repeats={before}, and one file holds one round "
                          f"count (resume with repeats={before}, or write a new file)")
+    before, now = prior.options.get("processes", 1), options.get("processes", 1)
+    if before != now:  # a file of an older version ran in one process
+        raise ValueError(f"cannot resume {os.fspath(path or '')} with processes={now}: its points "
+                         f"were measured in {before} worker process(es), and one file holds one "
+                         f"kind of interval (resume with processes={before}, or write a new file)")
     for name in ("min_time", "warmup"):
         a, b = prior.options.get(name), options.get(name)
         if a is not None and b is not None and a != b:
@@ -270,12 +276,14 @@ def run_points(
     resume: bool | PathLike = False,
     grid: dict[str, Any] | None = None,
     resume_hint: str = "resume=True",
+    processes: int | None = None,
 ) -> Results:
     """Measure explicit points (already expanded) in interleaved rounds; see :func:`sweep`.
     ``resume_hint``: how the interrupted-run message says to resume (the CLI: --resume)."""
     _check_target(target)
     options = dict(options or {})
     repeats = options.get("repeats", DEFAULT_ROUNDS)
+    options["processes"] = resolve_processes(processes, repeats)  # recorded in the Results
     if resume is True and out is None:
         raise ValueError("resume=True resumes into out=: give out=path (or resume=path)")
     resume_path = out if resume is True else (resume or None)
@@ -316,11 +324,12 @@ def _run_and_save(target: Target, todo: list[dict[str, Any]], points: Sequence[d
     interrupted = False
     run = None
     if todo:
-        with Workers() as workers:
+        with Workers(options["processes"]) as workers:
             plans = [_plan(target, p, options, workers) for p in todo]
             try:
                 records, run = run_plans(plans, repeats, seed=seed, progress=progress,
-                                         desc=f"{target} sweep, {len(todo)} points")
+                                         desc=f"{target} sweep, {len(todo)} points",
+                                         workers=workers)
             except KeyboardInterrupt:  # while preparing: nothing measured
                 records, run = [], None
                 interrupted = True
@@ -366,6 +375,7 @@ def sweep(
     resume: bool | PathLike = False,
     skip_invalid: bool = False,
     resume_hint: str = "resume=True",
+    processes: int | None = None,
     **grid: Any,
 ) -> Results:
     """Measure every point of a parameter grid; returns :class:`~pycipherbench.Results`.
@@ -394,6 +404,11 @@ def sweep(
             and kept. A missing file starts a new sweep.
         skip_invalid: drop points the target rejects (with a warning) instead of
             raising before anything runs.
+        processes: fresh worker processes the rounds run in, one after another, each
+            running complete rounds of every point (so rounds still pair), the points
+            calibrated once (default: up to 5, at least 2 rounds each; 1: this process,
+            whose intervals cover this process only). Recorded in the Results
+            (``options["processes"]``); a resumed sweep must use the file's.
 
     Ctrl-C (KeyboardInterrupt) stops the sweep within about 0.1 s and
     returns every point with the rounds completed so far (``complete=False``;
@@ -420,4 +435,4 @@ def sweep(
     if note:
         warnings.warn(note, PayloadCostWarning, stacklevel=2)
     return run_points(target, valid, options, seed=seed, progress=progress, out=out,
-                      resume=resume, grid=lists, resume_hint=resume_hint)
+                      resume=resume, grid=lists, resume_hint=resume_hint, processes=processes)

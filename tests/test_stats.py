@@ -133,7 +133,7 @@ def test_paired_ratio_exact() -> None:
     den = [100.0, 200.0, 150.0, 120.0, 300.0, 110.0, 90.0, 250.0, 180.0, 130.0]
     factors = [1.40, 1.45, 1.41, 1.43, 1.47, 1.39, 1.44, 1.42, 1.46, 1.43]
     num = [d * f for d, f in zip(den, factors)]
-    r = paired_ratio(num, den, params={"size": 64}, run_to_run=0)
+    r = paired_ratio(num, den, params={"size": 64})
     assert isinstance(r, Ratio)
     # Sorted factors: 1.39 1.40 1.41 1.42 1.43 1.43 1.44 1.45 1.46 1.47 -> median 1.43,
     # interval = 2nd and 9th order statistics.
@@ -141,13 +141,13 @@ def test_paired_ratio_exact() -> None:
     assert (r.low, r.high) == (pytest.approx(1.40), pytest.approx(1.46))
     assert r.significant and r.n == 10 and r.level == pytest.approx(0.978515625)
     assert r.params == {"size": 64} and float(r) == r.estimate
-    assert str(r) == "1.43x [1.40, 1.46] (10 rounds, significant)"
+    assert str(r) == "1.43x [1.40, 1.46] (10 rounds, this process only, significant)"
     # The reciprocal, the other way round.
-    inv = paired_ratio(den, num, run_to_run=0)
+    inv = paired_ratio(den, num)
     assert inv.estimate == pytest.approx(1 / 1.43) and inv.low == pytest.approx(1 / 1.46)
     assert inv.significant and inv.params == {}
     # Even n: the estimate is the geometric mean of the two middle ratios.
-    r4 = paired_ratio([2.0, 8.0, 3.0, 10.0, 6.0, 7.0], [1.0, 2.0, 1.0, 2.0, 1.0, 1.0], run_to_run=0)
+    r4 = paired_ratio([2.0, 8.0, 3.0, 10.0, 6.0, 7.0], [1.0, 2.0, 1.0, 2.0, 1.0, 1.0])
     assert r4.estimate == pytest.approx(math.sqrt(4 * 5))
     assert (r4.low, r4.high) == (pytest.approx(2.0), pytest.approx(7.0)) and r4.significant  # (min, max) of 6 covers 0.96875
 
@@ -158,7 +158,7 @@ def test_paired_ratio_cancels_slow_periods_that_hit_both_points() -> None:
     slow = np.exp(np.where(rng.random(12) < 0.4, rng.uniform(0.2, 0.8, 12), 0.0))  # up to 2.2x slower
     den = 1000.0 * slow * np.exp(rng.normal(0, 0.003, 12))
     num = 1300.0 * slow * np.exp(rng.normal(0, 0.003, 12))
-    r = paired_ratio(num, den, run_to_run=0)
+    r = paired_ratio(num, den)
     assert r.significant and 1.28 < r.low <= r.estimate <= r.high < 1.32
     # Unpaired, the slow rounds would swamp it: the medians' ratio is off and the rounds overlap.
     assert max(den) > min(num)
@@ -168,47 +168,45 @@ def test_paired_ratio_not_significant() -> None:
     from pycipherbench.stats import paired_ratio
     den = [100.0] * 10
     num = [95.0, 103.0, 99.0, 101.0, 104.0, 98.0, 100.5, 97.0, 102.0, 100.0]
-    r = paired_ratio(num, den, run_to_run=0)
+    r = paired_ratio(num, den)
     assert not r.significant and r.low < 1 < r.high
-    assert str(r) == "1.00x [0.97, 1.03] (10 rounds, not significant)"
+    assert str(r) == "1.00x [0.97, 1.03] (10 rounds, this process only, not significant)"
     # Identical points: the ratio is exactly 1 and not significant.
-    same = paired_ratio(den, den, run_to_run=0)
+    same = paired_ratio(den, den)
     assert (same.estimate, same.low, same.high, same.significant) == (1.0, 1.0, 1.0, False)
     # Five rounds all above 1: the (min, max) interval excludes 1 but covers only 93.75%,
     # short of 95% (a sign test would give p = 2/32 = 0.0625), so not significant.
-    five = paired_ratio([1.2, 1.3, 1.25, 1.22, 1.28], [1.0] * 5, run_to_run=0)
+    five = paired_ratio([1.2, 1.3, 1.25, 1.22, 1.28], [1.0] * 5)
     assert five.low > 1 and not five.significant and five.level == pytest.approx(0.9375)
-    assert str(five) == "1.25x [1.20, 1.30] (5 rounds, 94% interval, not significant)"
+    assert str(five) == "1.25x [1.20, 1.30] (5 rounds, this process only, 94% interval, not significant)"
     assert paired_ratio([1.2, 1.3, 1.25, 1.22, 1.28], [1.0] * 5, confidence=0.9).significant
 
 
-def test_paired_ratio_widened_by_run_to_run_variation() -> None:
-    from pycipherbench.stats import RUN_TO_RUN, paired_ratio
+def test_paired_ratio_over_processes_is_widened_by_their_spread_alone() -> None:
+    """No constant: one process's tight rounds give a tight interval (for that process); the
+    same rounds spread over processes whose medians differ give the processes' spread."""
+    from pycipherbench.stats import paired_ratio
     den = [100.0] * 12
-    num = [130.0, 130.1, 129.9, 130.05, 129.95, 130.0, 130.02, 129.98, 130.0, 130.01, 129.99, 130.0]
-    alone = paired_ratio(num, den, run_to_run=0)
-    assert alone.high / alone.low < 1.001 and alone.run_to_run == 0
-    r = paired_ratio(num, den)  # the default: RUN_TO_RUN folded in
-    assert r.run_to_run == RUN_TO_RUN and r.estimate == alone.estimate
-    # The within-run half-width is ~0.0%: the interval is the run-to-run term alone.
-    assert r.high / r.estimate == pytest.approx(1 + RUN_TO_RUN, rel=1e-4)
-    assert r.estimate / r.low == pytest.approx(1 + RUN_TO_RUN, rel=1e-4)
-    # Quadrature: wide within-run intervals barely grow.
-    wide = paired_ratio([1.0, 1.5, 1.2, 0.9, 1.4, 1.1, 1.3, 1.0, 1.2, 1.25], [1.0] * 10)
-    wide0 = paired_ratio([1.0, 1.5, 1.2, 0.9, 1.4, 1.1, 1.3, 1.0, 1.2, 1.25], [1.0] * 10, run_to_run=0)
-    assert wide0.low > wide.low > wide0.low * 0.995 and wide0.high < wide.high < wide0.high * 1.005
-    # A ratio of 1.01 inside one run is no longer "significant" with the default.
-    assert paired_ratio([101.0] * 12, den, run_to_run=0).significant
-    assert not paired_ratio([101.0] * 12, den).significant
-    with pytest.raises(ValueError, match="run_to_run"):
-        paired_ratio(num, den, run_to_run=-0.1)
-    with pytest.raises(ValueError, match="run_to_run"):
-        paired_ratio(num, den, run_to_run=1.5)
+    one = paired_ratio([101.0] * 12, den)
+    assert one.significant and one.low == pytest.approx(1.01) and one.high == pytest.approx(1.01)
+    assert one.processes == 1 and "this process only" in str(one)
+    num = [101.0, 101.0, 99.0, 99.0, 103.0, 103.0, 100.0, 100.0, 102.0, 102.0, 98.0, 98.0]
+    proc = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    r = paired_ratio(num, den, process=proc)
+    logs = np.log(np.array(num[::2]) / 100.0)
+    from scipy.stats import t as student_t
+    half = student_t.ppf(0.975, 5) * logs.std(ddof=1) / math.sqrt(6)
+    assert r.processes == 6 and not r.significant
+    assert math.log(r.high / r.estimate) == pytest.approx(half)
+    assert math.log(r.estimate / r.low) == pytest.approx(half)
+    assert "6 processes x 2 rounds" in str(r)
+    with pytest.raises(ValueError, match="one process index per round"):
+        paired_ratio(num, den, process=proc[:-1])
 
 
 def test_ratio_str_shows_enough_digits() -> None:
     from pycipherbench.stats import Ratio
-    assert str(Ratio(1.004, 1.001, 1.007, True, 20, 0.96)) == "1.004x [1.001, 1.007] (20 rounds, significant)"
+    assert str(Ratio(1.004, 1.001, 1.007, True, 20, 0.96)) == "1.004x [1.001, 1.007] (20 rounds, this process only, significant)"
     assert str(Ratio(2.5, 2.0, 3.0, True, 1, 0.0)) == "2.50x [2.00, 3.00] (1 round, 0% interval, significant)"
 
 
