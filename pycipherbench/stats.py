@@ -263,10 +263,16 @@ def _groups(process: _Values | None, n: int, func: str) -> list[np.ndarray]:
 def process_words(n: int, sizes: Sequence[int], confidence: float = DEFAULT_CONFIDENCE) -> str:
     """What an interval over ``n`` rounds in processes of ``sizes`` rounds covers, in words:
     ``"95% interval over 5 processes x 2 rounds"``; with one process, the words of
-    :func:`interval_words` and that it covers this process only."""
+    :func:`interval_words` and that it covers this process only (``"95% interval, this
+    process only"``, ``"75% interval: the range of 3 rounds of this process only; 95%
+    needs 6"``)."""
     if len(sizes) < 2:
         words = interval_words(n, confidence)
-        return words if n < 2 else f"{words}, this process only"
+        if n < 2:
+            return words
+        short = f"the range of {n} rounds"
+        return (words.replace(short, f"{short} of this process only") if short in words
+                else f"{words}, this process only")
     lo, hi = min(sizes), max(sizes)
     each = f"{lo} round{'s' if lo != 1 else ''}" if lo == hi else f"{lo}-{hi} rounds"
     return f"{_pct(confidence)} interval over {len(sizes)} processes x {each}"

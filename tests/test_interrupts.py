@@ -265,14 +265,14 @@ def test_reprs_tables_and_json_say_the_coverage_of_few_rounds() -> None:
     from pycipherbench import Results
 
     three = synthetic.cipher([900.0, 1000.0, 1100.0], payload=1000)
-    assert "(75% interval: the range of 3 rounds; 95% needs 6)" in repr(three)
+    assert "(75% interval: the range of 3 rounds of this process only; 95% needs 6)" in repr(three)
     assert "(95%)" not in repr(three)
     assert three.to_dict()["ci_level"] == 0.75
     one = synthetic.cipher([900.0], payload=1000)
     assert "(no interval: 1 round)" in repr(one) and "[" not in repr(one).split("ns/op")[1][:3]
     assert one.to_dict()["ci_level"] == 0.0
     ten = synthetic.cipher(np.linspace(900.0, 1100.0, 10), payload=1000)
-    assert "(95% interval)" in repr(ten) and ten.ci_level > 0.95
+    assert "(95% interval, this process only)" in repr(ten) and ten.ci_level > 0.95
     r = Results("cipher", [{"payload": 1000}], [three], options={"repeats": 3})
     assert r.table().splitlines()[0].split()[2:4] == ["75%", "interval"]
 

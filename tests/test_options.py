@@ -30,7 +30,7 @@ _NS = {**vars(typing), **vars(_options), "os": os}
 # Parameters of the public functions that are not store options.
 PYTHON_SURFACES = {  # function -> (call, its own extra parameters)
     "open": (store.open, "open", ()),
-    "bench": (store.bench, "bench", ("progress",)),
+    "bench": (store.bench, "bench", ("progress", "processes")),
     "plan_bench": (store.plan_bench, "bench", ("workers",)),
 }
 STUB_SURFACES = {  # stub function or class.__new__ -> call

@@ -147,7 +147,7 @@ def test_cipher_sweep_measures_each_point_once() -> None:
                   seed=1, **TINY)
     assert isinstance(r, Results) and r.complete and len(r) == 6
     assert r.target == "cipher" and r.seed == 1
-    assert r.options == {"min_time": 0.001, "repeats": 2, "warmup": 0}
+    assert r.options == {"min_time": 0.001, "repeats": 2, "warmup": 0, "processes": 1}
     for p, m in r.items():
         assert m.transformation == p["transformation"] and m.payload == p["payload"]
         assert m.rounds == p.get("rounds")  # None for AES: the parameter was dropped
