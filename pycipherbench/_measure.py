@@ -247,7 +247,7 @@ def measure(
             first), so that the interval covers what differs in the next process
             (memory layout, hash seeds, the frequency it starts at). Default: up to
             5 with at least 2 rounds each (10 rounds: 5 x 2, about 1-2 s of process
-            start-up on top; fewer than 4 rounds: this process). ``1`` measures in
+            start-up on top; fewer than 6 rounds: this process). ``1`` measures in
             this process, and its interval says it covers this process only.
 
     Ctrl-C stops it within about 0.1 s, inside a long sample too (KeyboardInterrupt).

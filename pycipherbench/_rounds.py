@@ -434,18 +434,22 @@ def run_one(plan: Plan, repeats: int, *, progress: bool = False, desc: str = "ro
 
 #: Default worker processes of a run (``processes=None``): a run of ``repeats`` rounds
 #: spreads them over up to this many fresh processes, at least
-#: :data:`ROUNDS_PER_PROCESS` rounds each (10 rounds: 5 processes x 2 rounds; fewer than
-#: 4 rounds: this process only).
+#: :data:`ROUNDS_PER_PROCESS` rounds each (10 rounds: 5 processes x 2 rounds), and over
+#: no fewer than :data:`MIN_PROCESSES` (the spread of 2 process estimates says little:
+#: fewer than 6 rounds run in this process, and say so).
 DEFAULT_PROCESSES = 5
 ROUNDS_PER_PROCESS = 2
+MIN_PROCESSES = 3
 
 
 def resolve_processes(processes: int | None, repeats: int, what: str = "processes") -> int:
     """The worker processes of a run of ``repeats`` rounds: ``processes`` checked, or for
-    None the default (:data:`DEFAULT_PROCESSES`, at least :data:`ROUNDS_PER_PROCESS`
-    rounds each). 1 runs in this process (its intervals cover this process only)."""
+    None the default (up to :data:`DEFAULT_PROCESSES`, at least :data:`ROUNDS_PER_PROCESS`
+    rounds each, at least :data:`MIN_PROCESSES` or none). 1 runs in this process (its
+    intervals cover this process only)."""
     if processes is None:
-        return max(1, min(DEFAULT_PROCESSES, repeats // ROUNDS_PER_PROCESS))
+        w = min(DEFAULT_PROCESSES, repeats // ROUNDS_PER_PROCESS)
+        return w if w >= MIN_PROCESSES else 1
     if not isinstance(processes, int) or isinstance(processes, bool) or processes < 1:
         raise ValueError(f"{what} must be an int >= 1 (1: in this process), got {processes!r}")
     if isinstance(repeats, int) and not isinstance(repeats, bool) and processes > repeats:

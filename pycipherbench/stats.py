@@ -26,6 +26,7 @@ No plotting, no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -53,7 +54,7 @@ def load_scipy_stats() -> None:
 
 __all__ = [
     "CANARY_SLOWDOWN", "CPU_WALL_MIN", "DEFAULT_CONFIDENCE", "EXACT_LIMIT", "MAX_MIN_RATIO",
-    "MIN_CI_HALF_WIDTH", "MIN_VERDICT_ROUNDS", "MannWhitney", "PREEMPTED_FRACTION", "Ratio",
+    "MIN_CI_HALF_WIDTH", "MIN_VERDICT_PROCESSES", "MIN_VERDICT_ROUNDS", "MannWhitney", "PREEMPTED_FRACTION", "Ratio",
     "Interval", "RoundComparison", "SPREAD_LIMIT", "compare_rounds", "instability_warnings",
     "mann_whitney_u", "median_ci", "median_ci_level", "median_interval", "paired_ratio",
     "process_interval", "relative_iqr", "summarize_warnings"]
@@ -82,6 +83,9 @@ MIN_CI_HALF_WIDTH = 0.005
 #: Fewest rounds a side for a verdict of compare_rounds: in shorter runs one slow period
 #: can cover a third of the rounds, beyond what its guard allows for.
 MIN_VERDICT_ROUNDS = 8
+
+#: Fewest worker processes a side for a verdict of compare_rounds over processes.
+MIN_VERDICT_PROCESSES = 3
 
 _Values = Sequence[float] | np.ndarray
 
@@ -481,7 +485,8 @@ def compare_rounds(a: _Values, b: _Values, alpha: float = 0.05, *,
     Each process's estimate is the median of its rounds' log values; the difference
     of the runs' centers (log medians of all rounds) gets Welch's t interval from the
     two runs' process estimates (``level`` nominal), ``p_value`` Welch's two-sided
-    t test, and ``significant`` is p < alpha. The processes, not the rounds, are the
+    t test, and ``significant`` is p < alpha (None, with a ``note``, with fewer than
+    :data:`MIN_VERDICT_PROCESSES` processes a side). The processes, not the rounds, are the
     units: a slow period or memory layout shared by the rounds of a process counts
     once, so no guard is needed. ``spread`` is then the larger SD of the process
     estimates (relative).
@@ -580,6 +585,12 @@ def compare_rounds(a: _Values, b: _Values, alpha: float = 0.05, *,
 def _compare_processes(xa: np.ndarray, ga: Sequence[np.ndarray], xb: np.ndarray,
                        gb: Sequence[np.ndarray], alpha: float) -> RoundComparison:
     """:func:`compare_rounds` of two runs over worker processes (Welch over the processes)."""
+    if min(len(ga), len(gb)) < MIN_VERDICT_PROCESSES:
+        c = compare_rounds(xa, xb, alpha)  # the interval and p over rounds, for what they say
+        note = (f"{len(ga)} vs {len(gb)} worker processes are too few for a verdict between "
+                f"runs (the spread between processes is then a guess); take at least "
+                f"{MIN_VERDICT_PROCESSES} a side")
+        return dataclasses.replace(c, significant=None, note=note)
     la, lb = np.log(xa), np.log(xb)
     ea = np.array([np.median(la[g]) for g in ga])
     eb = np.array([np.median(lb[g]) for g in gb])

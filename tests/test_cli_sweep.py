@@ -47,7 +47,7 @@ def test_sweep_writes_results(two_sweeps) -> None:
     a, _, out = two_sweeps
     r = load_results(a)
     assert r.complete and r.seed == 1 and len(r) == 3 + 6  # AES: no rounds, one row per payload
-    assert r.options == {"repeats": 4, "min_time": 0.001, "warmup": 0.0}
+    assert r.options == {"repeats": 4, "min_time": 0.001, "warmup": 0.0, "processes": 1}
     assert all(len(m.samples) == 4 for m in r)
     # 4 rounds: the interval is their range, whose coverage (88%) the heading states
     assert out.splitlines()[0].split() == ["payload", "transformation", "rounds", "median/op", "88%",
