@@ -347,5 +347,5 @@ def check_summary(checks: list[Check] | None = None) -> str:
     """One line for a run's header naming what is off ('' when nothing is)."""
     checks = check_machine() if checks is None else checks
     off = [f"{c.name} {c.state}" for c in checks if c.ok is False]
-    return ("# Machine: " + "; ".join(off) + " (pycipherbench machine --check says what to do)"
+    return ("# Noisy machine: " + "; ".join(off) + " (pycipherbench machine --check says what to do)"
             if off else "")

@@ -51,13 +51,14 @@ def _speed_table(args: argparse.Namespace, payload: int) -> int:
 
     said = check_summary()  # before the run: what on this machine will move the figures
     if said:
-        print(said, flush=True)
+        print(said, file=sys.stderr, flush=True)
     results, run = run_speed(payload, args.quick, hw_aes=not args.no_hw_aes,
                              processes=args.processes)
     if not results:
         print("# Interrupted (Ctrl-C) before any row was sampled: no figures.", file=sys.stderr)
         return 130
-    print(format_speed(results, payload))
+    title, _, table = format_speed(results, payload).partition("\n")
+    print("\n".join([title, said, table] if said else [title, table]))  # said in the header too
     if args.quick:
         print(f"# {QUICK_NOTE}")
     if run.partial:

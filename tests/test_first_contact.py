@@ -17,7 +17,7 @@ from pycipherbench import _output, cli
 from pycipherbench._hwaes import python_command
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SUBCOMMANDS = ("speed", "backends", "sweep", "compare", "ratio", "plot", "store")
+SUBCOMMANDS = ("speed", "backends", "sweep", "compare", "ratio", "plot", "store", "machine")
 
 
 def run_cli(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess[str]:

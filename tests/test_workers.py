@@ -266,3 +266,25 @@ def test_no_constant_measured_on_one_machine_is_left_in_any_interval() -> None:
             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
     assert not hits, hits
     assert not hasattr(stats, "RUN_TO_RUN")
+
+
+# -- what makes this machine noisy, read only
+def test_machine_check_reads_and_says_effect_and_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    from pycipherbench import _machine, cli
+
+    checks = _machine.check_machine()
+    names = [c.name for c in checks]
+    assert names == ["load average", "CPU frequency governor", "turbo/boost", "SMT siblings",
+                     "transparent huge pages", "ASLR", "isolated CPUs", "thermal throttling"]
+    for c in checks:
+        assert c.state and c.ok in (True, False, None)
+        if c.ok is False:  # what is off says what it does and how to fix it
+            assert c.effect and c.fix, c
+    assert cli.main(["machine", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"] {n}: " in out for n in names)
+    assert out.rstrip().splitlines()[-1].startswith(
+        f"# {sum(c.ok is False for c in checks)} of {len(checks)} off")
+    off = _machine.Check("turbo/boost", "on", False, "effect", "fix")
+    assert _machine.check_summary([off]).startswith("# Noisy machine: turbo/boost on")
+    assert _machine.check_summary([_machine.Check("ASLR", "on", True)]) == ""
