@@ -27,7 +27,6 @@ cutting the saving of those rounds.
 
 from __future__ import annotations
 
-import functools
 import os
 import random
 import secrets
@@ -99,6 +98,9 @@ class PointData:
     iterations: int = 0
     info: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, list[float]] = field(default_factory=dict)
+    #: The point's kernels live in the run's worker processes (False: in this process,
+    #: whose rounds then all count as one process's).
+    in_workers: bool = False
 
     def add(self, sample: tuple[int, int, int, int, int], iterations: int, canary: float) -> None:
         elapsed, ticks, cpu, nivcsw, call = sample
@@ -134,7 +136,7 @@ class KernelPoint:
         self.factory, self.args = factory, args
         self.min_time, self.warmup = min_time, warmup
         self.iterations = 0
-        self.data = PointData()
+        self.data = PointData(in_workers=isinstance(factory, InWorker))
         #: The calibration's final call (operations, sample): a sample of at least
         #: min_time, kept for a run interrupted before this point's first round sample.
         self.calibration: tuple[int, tuple[int, int, int, int, int]] | None = None
@@ -201,7 +203,7 @@ class StorePoint:
         self.min_time, self.warmup, self.stages = min_time, warmup, stages
         self.directory = directory
         self.base: str | None = None
-        self.data = PointData()
+        self.data = PointData(in_workers=isinstance(factory, InWorker))
 
     def prepare(self) -> None:
         self.base = tempfile.mkdtemp(prefix="pcb-store-", dir=self.directory)
@@ -386,7 +388,8 @@ def record_fields(data: PointData, run: RunInfo, *, repeats: int) -> dict[str, A
     from .stats import instability_warnings, median_interval
 
     a = data.arrays()
-    process = np.asarray(run.schedule[:len(a["samples"])], dtype=np.float64)
+    schedule = run.schedule if data.in_workers else [0] * len(run.schedule)
+    process = np.asarray(schedule[:len(a["samples"])], dtype=np.float64)
     tsc = a["tsc_samples"] if _core.TSC_AVAILABLE and len(a["tsc_samples"]) else None
     notes: list[str] = []
     if run.partial:
@@ -465,6 +468,18 @@ def process_schedule(rounds: int, processes: int) -> list[int]:
     return [w for w in range(processes) for _ in range(base + (w < extra))]
 
 
+@dataclass(frozen=True)
+class InWorker:
+    """A factory of kernels built in whichever worker process of ``workers`` is current."""
+
+    workers: Workers
+    type_name: str
+    hw_aes: bool
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.workers.new(self.type_name, self.hw_aes, *args, **kwargs)
+
+
 class Workers:
     """Where a run's kernels live: ``processes`` fresh worker processes, one after
     another (:class:`~._hwaes.WorkerProcess`), each holding the kernels of its rounds;
@@ -514,7 +529,7 @@ class Workers:
 
                 return PyKernel, None
             return getattr(_core, type_name), None
-        return functools.partial(self.new, type_name, hw_aes), mask
+        return InWorker(self, type_name, hw_aes), mask
 
     def next_process(self) -> None:
         """Ends the current worker processes: the next kernel starts fresh ones."""

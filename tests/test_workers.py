@@ -287,3 +287,19 @@ def test_machine_check_reads_and_says_effect_and_fix(capsys: pytest.CaptureFixtu
     off = _machine.Check("turbo/boost", "on", False, "effect", "fix")
     assert _machine.check_summary([off]).startswith("# Noisy machine: turbo/boost on")
     assert _machine.check_summary([_machine.Check("ASLR", "on", True)]) == ""
+
+
+def test_a_point_timed_in_this_process_counts_as_one_process() -> None:
+    """A Python-level point of a run over worker processes runs in this process: its
+    rounds are one process's, and its interval says so."""
+    from pycipherbench.store_bench import plan_bench
+
+    with _rounds.Workers(3) as workers:
+        plans = [plan_bench("get", n_keys=10, level="python", min_time=0.001, warmup=0.0,
+                            repeats=6, stages=False, workers=workers),
+                 plan_bench("get", n_keys=10, min_time=0.001, warmup=0.0, repeats=6,
+                            stages=False, workers=workers)]
+        (py, c), run = _rounds.run_plans(plans, 6, workers=workers)
+    assert run.schedule == [0, 0, 1, 1, 2, 2]
+    assert py.process.tolist() == [0] * 6 and "this process only" in py.ci_words
+    assert c.process.tolist() == [0, 0, 1, 1, 2, 2] and c.n_processes == 3
