@@ -12,9 +12,16 @@ round by round (:meth:`Results.ratio`), is what makes the numbers hold up.
 A *point* knows how to prepare itself once and take one sample per round:
 :class:`KernelPoint` calibrates a cipher kernel once and prepares a new instance
 (buffers, keys) every round; :class:`StorePoint` builds a new store instance with
-new random names every round: the spread covers instance-to-instance variation too. Either runs
-in this process or, for ``hw_aes=False``, in a child process with the CPU's
-AES instructions masked (:mod:`._hwaes`).
+new random names every round: the spread covers instance-to-instance variation too.
+
+Worker processes: the next process differs from this one (memory layout, hash seeds,
+the frequency state it starts in), which rounds of one process cannot see. So a run's
+rounds are spread over W fresh worker processes, one after another (:class:`Workers`,
+:func:`process_schedule`): each holds the kernels of its rounds (:mod:`._hwaes`), runs
+complete rounds of every point (the rounds still pair), and the points are calibrated
+once, in the first. ``hw_aes=False`` points run in workers with the CPU's AES
+instructions masked: the same mechanism. With W = 1 the kernels live in this process
+(masked ones in one worker), and intervals cover this process only.
 
 Ctrl-C: a sample runs in slices of about 0.1 s with Python's signal handlers
 between them, outside its clocks (``csrc/common/timing.h``), so KeyboardInterrupt
@@ -508,9 +515,6 @@ class Workers:
             self.started += 1
             self.pids.append(w.pid)
         return w
-
-    def masked(self) -> Any:
-        return self.worker(True)
 
     def new(self, type_name: str, hw_aes: bool, *args: Any, **kwargs: Any) -> Any:
         """A kernel of ``type_name`` built in the current worker process."""

@@ -485,11 +485,15 @@ def compare_rounds(a: _Values, b: _Values, alpha: float = 0.05, *,
     Each process's estimate is the median of its rounds' log values; the difference
     of the runs' centers (log medians of all rounds) gets Welch's t interval from the
     two runs' process estimates (``level`` nominal), ``p_value`` Welch's two-sided
-    t test, and ``significant`` is p < alpha (None, with a ``note``, with fewer than
-    :data:`MIN_VERDICT_PROCESSES` processes a side). The processes, not the rounds, are the
-    units: a slow period or memory layout shared by the rounds of a process counts
-    once, so no guard is needed. ``spread`` is then the larger SD of the process
-    estimates (relative).
+    t test, and ``significant`` is p < alpha *and* the interval clears 1 by more than
+    ``spread``, the larger relative SD of the two runs' process estimates (None, with a
+    ``note``, with fewer than :data:`MIN_VERDICT_PROCESSES` processes a side). The
+    processes, not the rounds, are the units: a slow period or memory layout shared by
+    the rounds of a process counts once. The guard is for what no run sees: a machine
+    whose load changes between runs (other jobs starting and ending) shifts a whole run;
+    on the shared development VM, A/A comparisons of separate runs were called different
+    41% of the time by Welch alone and 20% with the guard (bench/bench_replication.py,
+    load 3-4 on 2 cores), so a difference within the processes' own spread is not called.
 
     **Runs in one process each** (the rest of this docstring):
 
@@ -604,10 +608,15 @@ def _compare_processes(xa: np.ndarray, ga: Sequence[np.ndarray], xb: np.ndarray,
         p = float(2.0 * t.sf(abs(diff) / se, df))
     else:  # every process estimate equal on both sides
         half, p = 0.0, (1.0 if diff == 0 else 0.0)
-    spread = float(max(np.std(ea, ddof=1), np.std(eb, ddof=1)))
-    n_a, n_b = int(xa.size), int(xb.size)
-    return RoundComparison(math.exp(diff), math.exp(diff - half), math.exp(diff + half), p,
-                           bool(p < alpha), "", n_a, n_b, math.expm1(spread), 1.0 - alpha)
+    spread = math.expm1(float(max(np.std(ea, ddof=1), np.std(eb, ddof=1))))
+    low, high = math.exp(diff - half), math.exp(diff + half)
+    clears = low > 1.0 + spread or high < 1.0 / (1.0 + spread)
+    note = ("" if p >= alpha or clears else
+            f"p = {p:.2g}, but the interval does not clear the spread between the runs' "
+            f"processes ({_pct(spread)}): a whole run can sit that far off on a machine "
+            f"whose load changes between runs")
+    return RoundComparison(math.exp(diff), low, high, p, bool(p < alpha and clears), note,
+                           int(xa.size), int(xb.size), spread, 1.0 - alpha)
 
 
 # --- instability warnings ---------------------------------------------------------------------
