@@ -129,14 +129,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--busy", action="store_true", help="one busy loop beside the experiment")
     ap.add_argument("--quick", action="store_true", help="5 ms samples (a smoke run)")
     ap.add_argument("--json", metavar="FILE", help="write every run's figures as JSON")
+    ap.add_argument("--table", metavar="FILE", help="print the table of a --json file again "
+                    "(compare's verdicts recomputed by this version)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    runs: list[dict[str, Any]]
     if args.child:
         print(json.dumps(one_run(args.quick)))
         return 0
+    if args.table:
+        with open(args.table) as f:
+            runs = json.load(f)
+        print(f"# bench_replication: the {len(runs)} runs of {args.table}")
+        table(runs)
+        return 0
     busy = (subprocess.Popen([sys.executable, "-c", "while True: pass"])
             if args.busy else None)
-    runs: list[dict[str, Any]] = []
+    runs = []
     t0 = time.monotonic()
     load0 = os.getloadavg()[0]
     try:
@@ -159,6 +168,15 @@ def main(argv: list[str] | None = None) -> int:
           f"{'one busy loop beside' if args.busy else 'no added load'}; load average "
           f"{load0:.2f} -> {load1:.2f} on {os.cpu_count()} cores; {time.monotonic() - t0:.0f} s")
     print(f"# {fp['cpu_model']}; {fp['openssl_version']}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(runs, f)
+    table(runs)
+    return 0
+
+
+def table(runs: list[dict[str, Any]]) -> None:
+    """Coverage and half-widths per quantity, new beside old; the A/A rates."""
     new_words = runs[0][f"new:{next(iter(MEDIANS))}"]["words"]
     print(f"# new: defaults ({new_words}); old: processes=1, order statistics over the rounds"
           f" (ratios: + {OLD_CONSTANT:.1%} in quadrature, the removed constant)")
@@ -171,14 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     for row in [head, *rows]:
         print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)))
-    for tag, what in (("new", "over processes (Welch)"), ("old", "over rounds, in-process")):
+    for tag, what in (("new", "Welch over processes, clearing their spread"),
+                      ("old", "over rounds, in-process")):
         called, total = false_positives(runs, tag)
         print(f"# A/A compare between separate runs, {tag} ({what}): {called} of {total} "
               f"called different ({called / total:.1%}; goal <= 5%)")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(runs, f)
-    return 0
 
 
 if __name__ == "__main__":
