@@ -10,6 +10,7 @@
  */
 #include "py/pyutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/crypto.h>
@@ -31,10 +32,13 @@ int pcb_backend_arg(const char *name, int *backend)
     }
     int b = pcb_backend_find(name);
     if (b < 0) {
+        char names[256] = "";
+        size_t n = 0;
+        for (int i = 0; i < PCB_BK_COUNT && n < sizeof names; i++)
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s, ", pcb_backend_name((pcb_backend)i));
         PyErr_Format(PyExc_ValueError,
-                     "unknown backend '%s'; expected openssl, sodium, nettle, gcrypt, mbedtls, floor, "
-                     "py:cryptography, py:pycryptodome or py:pynacl (see pycipherbench.backends())",
-                     name);
+                     "unknown backend '%s'; expected %sor a Python library's py:<name> (see "
+                     "pycipherbench.backends())", name, names);
         return 0;
     }
     *backend = b;
