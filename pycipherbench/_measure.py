@@ -236,10 +236,9 @@ def measure(
         hw_aes: False hides AES-NI/PCLMULQDQ (or ARM's AES/PMULL) from OpenSSL
             by measuring in a child process, like a CPU without crypto extensions.
         backend: the library that runs it: ``"openssl"`` (default), a C library
-            this build has (``"sodium"``, ``"nettle"``, ``"gcrypt"``, ``"mbedtls"``;
-            see :func:`backends`), or a Python library timed as a program calls it
-            (``"py:cryptography"``, ``"py:pycryptodome"``, ``"py:pynacl"``; message
-            and rekey scopes).
+            this build has (a ``name`` of :func:`backends` whose ``kind`` is
+            ``"c"``), or a Python library timed as a program calls it (``"py:..."``,
+            ``kind`` ``"python"``; message and rekey scopes).
         threads: N independent contexts on N threads at once (C backends), like
             ``openssl speed -multi``: aggregate throughput, and ``thread_spread``.
         min_time: seconds one sample lasts at least; the operation count is calibrated to it.

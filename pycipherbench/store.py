@@ -448,9 +448,8 @@ def open(  # noqa: A001 - the module's verb, as in io.open
             (default: pycipherbench's own AES-NI kernels, ``"floor"``, where
             the CPU has AES-NI and PCLMULQDQ and the options are lean with
             AES-GCM values or none; OpenSSL otherwise), ``"openssl"``, or
-            another of :func:`~pycipherbench.backends` that has the value AEAD
-            (``"sodium"``, ``"nettle"``, ``"gcrypt"``, ``"mbedtls"``,
-            ``"floor"``); names use its AES-SIV where it has the store's
+            another C library of :func:`~pycipherbench.backends` (``kind``
+            ``"c"``) that has the value AEAD; names use its AES-SIV where it has the store's
             shape (the floor, libgcrypt), else OpenSSL's (a result's
             ``crypto`` says which ran). The file format does not change:
             a store written with one backend opens with any other. Keysets and

@@ -85,10 +85,11 @@ static PyObject *backend_dict(module_state *ms, pcb_backend b)
     }
     if (names == NULL)
         return NULL;
-    return Py_BuildValue("{s:s,s:z,s:O,s:N,s:N,s:z,s:s,s:s}", "name", pcb_backend_name(b),
-                         "version", version, "available", absent ? Py_False : Py_True,
-                         "transformations", names, "hw_aes", hw_value(hw), "missing", absent,
-                         "apt", pcb_backend_apt(b), "kind", "c");
+    return Py_BuildValue("{s:s,s:s,s:z,s:O,s:N,s:N,s:z,s:s,s:s}", "name", pcb_backend_name(b),
+                         "label", pcb_backend_label(b), "version", version,
+                         "available", absent ? Py_False : Py_True, "transformations", names,
+                         "hw_aes", hw_value(hw), "missing", absent, "apt", pcb_backend_apt(b),
+                         "kind", "c");
 }
 
 static PyObject *core_backends(PyObject *module, PyObject *Py_UNUSED(ignored))
@@ -129,8 +130,9 @@ PyMethodDef pcb_backend_functions[] = {
      "thread_switches: whether samples count involuntary context switches (Linux\n"
      "RUSAGE_THREAD; without it the warnings that read them cannot fire)."},
     {"backends", core_backends, METH_NOARGS,
-     "backends() -> list[dict]\n\nThe C crypto libraries this build knows: name, version,\n"
-     "available, transformations, hw_aes (True/False/None = unknown), missing (why not\n"
-     "available), apt (the Debian package that adds it), kind ('c')."},
+     "backends() -> list[dict]\n\nThe C crypto libraries this build knows (csrc/crypto/backends.def's\n"
+     "rows, in order): name, label (the library's own name), version, available,\n"
+     "transformations, hw_aes (True/False/None = unknown), missing (why not available),\n"
+     "apt (the Debian package that adds it), kind ('c')."},
     {NULL, NULL, 0, NULL},
 };
