@@ -32,7 +32,7 @@ PY = [n for n in OTHERS if n.startswith("py:")]
 LABEL = {b["name"]: b["label"] for b in ALL_BACKENDS}
 
 KEY_SIZES = {"AES/SIV/NoPadding": (32, 48, 64), "DES": (8,), "DESede": (16, 24),
-             "ChaCha20-Poly1305": (32,), "XChaCha20-Poly1305": (32,)}
+             "ChaCha20-Poly1305": (32,), "XChaCha20-Poly1305": (32,), "TEA": (16,), "XTEA": (16,)}
 AEAD = ("AES/GCM/NoPadding", "ChaCha20-Poly1305", "XChaCha20-Poly1305", "AES/SIV/NoPadding")
 
 
