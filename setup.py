@@ -56,7 +56,9 @@ def find_openssl() -> tuple[list[str], list[str], list[str]]:
 # 2.x, with its -l libraries), so an old library is left out instead of breaking the build.
 # A "probe-c++" row's shim (csrc/crypto/backend_<name>_shim.cpp) is compiled with the C++
 # compiler, and libstdc++ linked, only when the row is found.
-_spec = importlib.util.spec_from_file_location("backends_def", "csrc/crypto/backends_def.py")
+_spec = importlib.util.spec_from_file_location(
+    "backends_def", os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc", "crypto",
+                                 "backends_def.py"))
 backends_def = importlib.util.module_from_spec(_spec)
 sys.modules["backends_def"] = backends_def  # (its NamedTuple looks its module up)
 _spec.loader.exec_module(backends_def)  # type: ignore[union-attr]
@@ -153,8 +155,10 @@ libraries += [lib for lib in backend_libs if lib not in libraries]
 # The C core's layers are folders (csrc/README.md); every .c file in them is
 # part of the module, so a new file needs no edit here.
 SOURCES = sorted(glob.glob("csrc/*/*.c")) + shims
-HEADERS = sorted(glob.glob("csrc/*/*.h")) + ["csrc/crypto/backends.def", "csrc/crypto/backends_def.py"]
-# C++ flags of a shim (the C flags below but -std=c11): exceptions stay inside the shim.
+# (the table, its reader and every C++ shim go into an sdist, found here or not)
+HEADERS = sorted(glob.glob("csrc/*/*.h") + glob.glob("csrc/*/*.cpp")) + [
+    "csrc/crypto/backends.def", "csrc/crypto/backends_def.py"]
+# A C++ shim's own flags (BuildExt: the C flags below, -std=c11 replaced by these).
 CXX_ARGS = ["-std=c++17"]
 if shims:
     libraries.append("stdc++")
