@@ -58,7 +58,7 @@ import tempfile
 
 import _checkout  # noqa: F401,E402  (the checkout's build before an installed copy)
 import pycipherbench as pcb  # noqa: E402
-from pycipherbench.stats import median_ci  # noqa: E402
+from pycipherbench.stats import median_ci, median_ci_level  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAYLOAD = 16384
@@ -278,6 +278,10 @@ def bench_cryptest(rep: Report, have: list[str], args: argparse.Namespace) -> No
             w, c = ours_mib(t, key_bits, args.min_time)
             wall[label].append(w)
             mine[label].append(c)
+    n = min((len(v) for v in theirs.values() if v), default=0)
+    if n:
+        print(f"  figures: median [interval] over {n} rounds, ratios paired by round; the intervals "
+              f"(order statistics) cover {median_ci_level(n):.0%}")
     print("  cryptest b2 times with clock(), the process's CPU time: ours is set beside it by this\n"
           "  thread's CPU time too (the goal's ratio); by wall time for information (below 1 when\n"
           "  other processes took the CPU during our samples)")
