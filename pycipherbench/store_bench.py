@@ -299,7 +299,18 @@ def bench(
     generation and keyset creation), ``open_warm`` (open and load every
     entry), ``rotate`` (re-encrypt everything), ``rotate_lazy`` (``rotate(lazy=True)``:
     a new primary value key, the keysets rewritten, nothing re-encrypted; every 31st
-    is preceded by an untimed full rotation, as a keyset holds at most 32 keys). Keys and string values are
+    is preceded by an untimed full rotation, as a keyset holds at most 32 keys),
+    ``migrate`` (first launch after the update, the article's ``migrateIfNeeded``: open
+    the plain SharedPreferences file of ``n_keys`` entries, create the encrypted store
+    and its keys, read all, write all with one durable commit, remove the plain file)
+    and ``migrate_keys`` (the 1.1.0-alpha03 case: open the encrypted store with its
+    old keys, create a new one under a new master key and new keysets in another
+    directory, read all, write all, close both and rename the new file over the old).
+    ``rotate`` re-encrypts in place: one atomic rewrite of the same file under the
+    store's lock, keeping its master key; ``migrate_keys`` builds a second store from
+    nothing (new master key and keysets, a second open) and replaces the file by a
+    rename. Every migration starts from a fresh copy of the same file, written
+    before the clock starts. Keys and string values are
     random ``[A-Za-z0-9]`` text of ``key_len``/``value_len`` characters, read in
     a random order. ``ns_per_op`` is per operation; the
     :class:`StoreMeasurement` also holds the parameters, the stage breakdown
