@@ -28,8 +28,8 @@ An ESP file (its keysets present) opens with its ``master_key_file``; without on
 its sizes are known: each sealed name gives the name's length (5 + 16 bytes of Tink
 prefix and SIV), each sealed value its serialization's (5 + 12 + 16 bytes of prefix,
 nonce and tag), the type guessed from that size (5 bytes: a boolean; 8: an int or a
-float, taken as an int; 12: a long; else a string of that length); names are then
-anonymized.
+float, taken as an int; 12: a long; 4: an empty string set; else a string of that
+length); names are then anonymized.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from .designs import DESIGNS, DesignMeasurement, build_record, check_design_name
 from .engine_bench import ScratchPoint, nivcsw
 
 __all__ = ["DEFAULT_SENSITIVE", "PHASES", "Prefs", "ReplayResult", "Workload", "build_stores",
-           "make_workload", "read_prefs", "replay"]
+           "make_workload", "migrate", "parse_reads", "read_prefs", "replay"]
 
 #: The phases timed per design, in the order the report lists them.
 PHASES = ("first_launch", "cold_start", "warm_start", "apply")
@@ -160,9 +160,10 @@ def _sizes_only(name: str, kind: str, value: Any, path: str) -> tuple[None, str,
     except ValueError as e:  # binascii.Error is one
         raise store.StoreFormatError(f"{path}: an ESP file's entries are Base64 strings "
                                      f"(name {name[:40]!r}: {e})") from None
-    if n < 1 or v < 5:
+    if n < 1 or v < 4:
         raise store.StoreFormatError(f"{path}: entry {name[:40]!r} is too short for an ESP one")
-    guess = {5: ("bool", True), 8: ("int", 0), 12: ("long", engines.Long(0))}.get(v)
+    guess = {4: ("string_set", frozenset()), 5: ("bool", True), 8: ("int", 0),
+             12: ("long", engines.Long(0))}.get(v)
     kind, val = guess if guess else ("string", v - 8)  # type id + length prefix
     return (None, kind, (n, val))
 
@@ -478,6 +479,15 @@ class ReplayResult:
     prefs: Prefs
     workload: Workload
 
+    def to_dict(self) -> dict[str, Any]:
+        """The file's summary, the workload's shape, the run and every record (raw rounds
+        included) as JSON-serializable values; never a name or a value of the file."""
+        from ._machine import machine
+
+        return {"file": self.prefs.summary(), "source": self.prefs.source,
+                "rounds": self.run.rounds, "interrupted": self.run.interrupted,
+                "machine": machine(), "records": [m.to_dict() for m in self.records]}
+
     def format(self, budget_ms: float | None = None) -> str:
         """The per-design tables (see :func:`pycipherbench.designs.format_replay`)."""
         from .designs import format_replay
@@ -519,3 +529,14 @@ def replay(path: str | os.PathLike[str], *, designs: Sequence[str] | None = None
             plans.append(Plan(point, build))
     records, info = run_plans(plans, repeats, seed=seed, progress=progress, desc="replay")
     return ReplayResult(records, info, prefs, w)
+
+
+def parse_reads(text: str) -> str | list[str]:
+    """``--reads``: ``all`` or comma-separated names."""
+    text = text.strip()
+    if text == "all":
+        return "all"
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise ValueError("--reads takes 'all' or comma-separated names")
+    return names

@@ -52,11 +52,15 @@ def __getattr__(name: str) -> Any:
         from . import store_bench
 
         return getattr(store_bench, name)
+    if name == "replay":  # an app's preferences file through every design (issue 29)
+        from .replay import replay
+
+        return replay
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_HARNESS})
+    return sorted({*globals(), *_HARNESS, "replay"})
 
 
 # ESP's type ids (EncryptedSharedPreferences.EncryptedType).
