@@ -45,7 +45,7 @@ from ._rounds import DEFAULT_ROUNDS, PointData, RunInfo, run_plans, Plan, record
 from .stats import paired_ratio, summarize_warnings
 
 __all__ = ["DESIGNS", "GIVES_UP", "LEVEL_NOTE", "DesignMeasurement", "plan_design", "run",
-           "format_designs", "budget_sentences", "format_replay", "replay_verdict", "AUTHENTICATED",
+           "format_designs", "budget_sentences", "format_replay", "replay_verdict", "replay_choice", "fit_words", "AUTHENTICATED",
            "PHONE_NOTE", "build_record", "check_design_names"]
 
 #: design -> (engine, engine options): what :func:`plan_design` opens.
@@ -356,8 +356,9 @@ def _design_table(group: Sequence[DesignMeasurement], base: DesignMeasurement | 
     return table if worst.ci_level >= 0.95 else f"{table}\n* {worst.ci_words}"
 
 
-def _fit_words(group: Sequence[DesignMeasurement], budget_ms: float) -> str:
-    """Which designs fit ``budget_ms`` with their whole interval, which by the median only,
+def fit_words(group: Sequence[DesignMeasurement], budget_ms: float) -> str:
+    """Which designs of ``group`` (one case or phase) fit ``budget_ms`` with their whole
+    interval, which by the median only,
     which miss it, and the slowest: words from the data."""
     fit = [m.design for m in group if m.ci[1] <= budget_ms * 1e6]
     near = [m.design for m in group if m.median <= budget_ms * 1e6 < m.ci[1]]
@@ -418,7 +419,7 @@ def budget_sentences(records: Sequence[DesignMeasurement], budget_ms: float) -> 
         p = group[0].params
         kind = "cold" if p["cold"] else f"warm ({p['n_entries']:,} entries)"
         secret = ", no secret read" if p.get("sensitive_reads", 1) == 0 else ""
-        out.append(f"{kind.capitalize()}, {p['n_reads']} reads{secret}: " + _fit_words(group, budget_ms))
+        out.append(f"{kind.capitalize()}, {p['n_reads']} reads{secret}: " + fit_words(group, budget_ms))
     return out
 
 
@@ -427,9 +428,9 @@ def budget_sentences(records: Sequence[DesignMeasurement], budget_ms: float) -> 
 #: Designs that encrypt every entry with authentication, the verdict's first choice.
 AUTHENTICATED = ("esp", "esp_cache", "sqlcipher")
 #: How to run the same replay on a phone (Termux), for the report's last line.
-PHONE_NOTE = ("a phone is slower than this machine (a mid-range one several times, and its "
-              "flash fsyncs slower still): run the same on it in Termux (pkg install python "
-              "clang openssl; pip install pycipherbench; pycipherbench store --from FILE)")
+PHONE_NOTE = ("a phone is slower than this machine (its cores and its flash's fsync alike), and "
+              "these figures are this machine's: run the same on the phone in Termux (pkg install "
+              "python clang openssl pkg-config; pip install pycipherbench; pycipherbench store --from FILE)")
 
 _PHASE_TITLES = {
     "first_launch": "first launch after the update: migration (open the plain file, read all, "
@@ -448,21 +449,33 @@ def _by_phase(records: Sequence[DesignMeasurement]) -> dict[str, list[DesignMeas
     return out
 
 
+def replay_choice(records: Sequence[DesignMeasurement], budget_ms: float) -> str | None:
+    """The design :func:`replay_verdict` names: among the designs that fit ``budget_ms`` at
+    first launch and at cold start with their whole interval, the fastest at cold start
+    that encrypts every entry with authentication (:data:`AUTHENTICATED`), else the
+    fastest that encrypts at all; None if none fits."""
+    phases = _by_phase(records)
+    first = {m.design: m for m in phases.get("first_launch", [])}
+    cold = {m.design: m for m in phases.get("cold_start", [])}
+    limit = budget_ms * 1e6
+    fits = [d for d in cold if cold[d].ci[1] <= limit and (d not in first or first[d].ci[1] <= limit)]
+    strong = [d for d in fits if d in AUTHENTICATED]
+    encrypted = [d for d in fits if d not in ("plain", "sqlite")]
+    pool = strong or encrypted
+    return min(pool, key=lambda d: cold[d].median) if pool else None
+
+
 def replay_verdict(records: Sequence[DesignMeasurement], budget_ms: float) -> str:
-    """Which design, for this file on this machine: among the designs that fit
-    ``budget_ms`` at first launch and at cold start with their whole interval, the
-    fastest at cold start that encrypts everything with authentication (else the fastest
-    that fits at all, saying what it gives up); words computed from the records."""
+    """Which design, for this file on this machine (:func:`replay_choice`), and why, in
+    words computed from the records: its first launch and cold start with their
+    intervals, its paired ratio to plain SharedPreferences, the designs not told apart
+    from it, or what it gives up."""
     phases = _by_phase(records)
     first = {m.design: m for m in phases.get("first_launch", [])}
     cold = {m.design: m for m in phases.get("cold_start", [])}
     if not cold:
         return "No cold start was measured: no verdict."
-    limit = budget_ms * 1e6
-    fits = [d for d in cold if cold[d].ci[1] <= limit and (d not in first or first[d].ci[1] <= limit)]
-    strong = [d for d in fits if d in AUTHENTICATED]
-    encrypted = [d for d in fits if d not in ("plain", "sqlite")]
-    pick = min(strong or encrypted or [None], key=lambda d: cold[d].median if d else 0)
+    pick = replay_choice(records, budget_ms)
     if pick is None:
         enc = [d for d in cold if d not in ("plain", "sqlite")]
         fastest = min(enc, key=lambda d: cold[d].median) if enc else None
@@ -479,8 +492,9 @@ def replay_verdict(records: Sequence[DesignMeasurement], budget_ms: float) -> st
         r = _ratio(c, cold["plain"])
         if not isinstance(r, str):
             s += f", {r.estimate:.2f}x plain SharedPreferences at cold start (paired)"
-    if strong:
-        others = [d for d in strong if d != pick]
+    if pick in AUTHENTICATED:
+        others = [d for d in cold if d in AUTHENTICATED and d != pick
+                  and cold[d].ci[1] <= budget_ms * 1e6]
         tied = []
         for d in others:
             r = _ratio(cold[d], c)
@@ -531,7 +545,7 @@ def format_replay(result: Any, budget_ms: float | None = None) -> str:
         for phase in ("first_launch", "cold_start"):
             if phase in phases:
                 lines.append(f"#   {phase.replace('_', ' ').capitalize()}: "
-                             + _fit_words(phases[phase], budget_ms))
+                             + fit_words(phases[phase], budget_ms))
         lines.append(f"# For this app on this machine: {replay_verdict(result.records, budget_ms)}")
     mach = machine()
     lines.append(f"# Machine: {mach['cpu_model']}, {mach['cores']} cores, {mach['platform']}; "
