@@ -330,11 +330,13 @@ def encode_mmkv_value(value: Any) -> bytes:
                     f"not {type(value).__name__}")
 
 
-def _read_varint(data: bytes, i: int) -> tuple[int, int]:
+def _read_varint(data: bytes, i: int, max_shift: int = 63,
+                 what: str = "a malformed MMKV varint") -> tuple[int, int]:
+    """The varint at data[i:]: (its value, the index after it); ValueError(what) if malformed."""
     n = shift = 0
     while True:
-        if i >= len(data) or shift > 63:
-            raise ValueError("a malformed MMKV varint")
+        if i >= len(data) or shift > max_shift:
+            raise ValueError(what)
         b = data[i]
         n |= (b & 0x7F) << shift
         i, shift = i + 1, shift + 7
@@ -356,7 +358,7 @@ def decode_mmkv_value(data: bytes, kind: str) -> Any:
     if kind == "float":
         return struct.unpack("<f", data)[0]
     if kind == "string_set":
-        size, i = _read_varint(data, 0)
+        _size, i = _read_varint(data, 0)
         out = set()
         while i < len(data):
             n, i = _read_varint(data, i)
@@ -368,15 +370,7 @@ def decode_mmkv_value(data: bytes, kind: str) -> Any:
 
 def decode_mmkv_string(data: bytes) -> str:
     """The inverse of :func:`encode_mmkv_string` (ValueError if malformed)."""
-    n = shift = i = 0
-    while True:
-        if i >= len(data) or shift > 28:
-            raise ValueError("a malformed MMKV string value (its varint length)")
-        b = data[i]
-        n |= (b & 0x7F) << shift
-        i, shift = i + 1, shift + 7
-        if not b & 0x80:
-            break
+    n, i = _read_varint(data, 0, 28, "a malformed MMKV string value (its varint length)")
     if n != len(data) - i:
         raise ValueError(f"an MMKV string value of length {n} holds {len(data) - i} bytes")
     return data[i:].decode()
