@@ -43,8 +43,9 @@ __all__ = [
 
 #: The benchmark harness is :mod:`pycipherbench.store_bench` (this module is the store's
 #: API alone, which the harness and :mod:`pycipherbench.engines` import); its public
-#: names stay reachable here, as the same objects: ``store.bench(...)`` is the README's.
-_HARNESS = frozenset({"bench", "plan_bench", "StoreMeasurement", "StoreParams"})
+#: names stay reachable here, as the same objects: ``store.bench(...)`` is the README's,
+#: ``store.replay(...)`` :func:`pycipherbench.replay.replay` (which the harness re-exports).
+_HARNESS = frozenset({"bench", "plan_bench", "StoreMeasurement", "StoreParams", "replay"})
 
 
 def __getattr__(name: str) -> Any:
@@ -52,15 +53,11 @@ def __getattr__(name: str) -> Any:
         from . import store_bench
 
         return getattr(store_bench, name)
-    if name == "replay":  # an app's preferences file through every design (issue 29)
-        from .replay import replay
-
-        return replay
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_HARNESS, "replay"})
+    return sorted({*globals(), *_HARNESS})
 
 
 # ESP's type ids (EncryptedSharedPreferences.EncryptedType).

@@ -30,8 +30,9 @@ from ._record import Record, TableColumn
 from ._rounds import (DEFAULT_ROUNDS, Plan, PointData, RunInfo, StorePoint, Workers,
                       record_fields, run_one)
 from .engine_bench import PyStorePoint, py_point
+from .replay import replay  # an app's preferences file through every design (issue 29)
 
-__all__ = ["StoreMeasurement", "StoreParams", "bench", "plan_bench"]
+__all__ = ["StoreMeasurement", "StoreParams", "bench", "plan_bench", "replay"]
 
 
 class StoreParams(TypedDict):
