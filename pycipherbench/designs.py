@@ -42,7 +42,7 @@ from .engine_bench import ScratchPoint, nivcsw, random_text
 from ._format import format_ns, format_table
 from ._record import Record
 from ._rounds import DEFAULT_ROUNDS, PointData, RunInfo, run_plans, Plan, record_fields
-from .stats import paired_ratio, summarize_warnings
+from .stats import median_ci, paired_ratio, summarize_warnings
 
 __all__ = ["DESIGNS", "GIVES_UP", "LEVEL_NOTE", "DesignMeasurement", "plan_design", "run",
            "format_designs", "budget_sentences", "format_replay", "replay_verdict", "replay_choice", "fit_words", "AUTHENTICATED",
@@ -328,10 +328,24 @@ def _ms(ns: float) -> str:
     return f"{ns / 1e6:,.2f} ms" if ns >= 1e6 else format_ns(ns)
 
 
+def _durable_cells(m: DesignMeasurement, base: DesignMeasurement | None) -> list[str]:
+    """The time until durable: its median, interval, and paired ratio to ``base``'s."""
+    d = m.durable_samples
+    if d is None or not len(d):
+        return ["-", "-", "-"]
+    low, high = median_ci(d)
+    cells = [_ms(float(np.median(d))), f"[{_ms(low)}, {_ms(high)}]"]
+    if base is None or m is base or base.durable_samples is None:
+        return cells + ["1 (baseline)" if m is base else "-"]
+    r = paired_ratio(d, base.durable_samples)
+    return cells + [f"{r.estimate:.2f}x [{r.low:.2f}, {r.high:.2f}]"]
+
+
 def _design_table(group: Sequence[DesignMeasurement], base: DesignMeasurement | None,
-                  budget_ms: float | None, durable: bool = True) -> str:
+                  budget_ms: float | None, durable: bool = True, durable_ci: bool = False) -> str:
     """One table: each design's blocked time, its interval (with the coverage it really
-    has), the paired ratio to ``base``, the durable time, whether it fits the budget."""
+    has), the paired ratio to ``base``, the durable time (with ``durable_ci`` its interval
+    and paired ratio too), whether it fits the budget."""
     rows = []
     for m in group:
         low, high = m.ci
@@ -339,7 +353,9 @@ def _design_table(group: Sequence[DesignMeasurement], base: DesignMeasurement | 
         ratio = "1 (baseline)" if m is base else (r if isinstance(r, str) else
                                                   f"{r.estimate:.2f}x [{r.low:.2f}, {r.high:.2f}]")
         row = [m.design, _ms(m.median), f"[{_ms(low)}, {_ms(high)}]", ratio]
-        if durable:
+        if durable_ci:
+            row += _durable_cells(m, base)
+        elif durable:
             row.append("-" if m.durable_median is None else _ms(m.durable_median))
         if budget_ms is not None:
             row.append("yes" if high <= budget_ms * 1e6 else
@@ -348,7 +364,9 @@ def _design_table(group: Sequence[DesignMeasurement], base: DesignMeasurement | 
     worst = min(group, key=lambda m: m.ci_level)  # the coverage the column really has
     cover = "95% interval" if worst.ci_level >= 0.95 else f"{worst.ci_level:.0%} interval*"
     head = ["design", "blocked", cover, "vs plain (paired)"]
-    if durable:
+    if durable_ci:
+        head += ["durable", "interval", "durable vs plain"]
+    elif durable:
         head.append("durable")
     if budget_ms is not None:
         head.append(f"fits {budget_ms:g} ms")
@@ -442,6 +460,10 @@ _PHASE_TITLES = {
 }
 
 
+def _article(word: str) -> str:
+    return "an" if word[:1] in ("a", "e", "i", "o", "u") else "a"
+
+
 def _by_phase(records: Sequence[DesignMeasurement]) -> dict[str, list[DesignMeasurement]]:
     out: dict[str, list[DesignMeasurement]] = {}
     for m in records:
@@ -521,8 +543,10 @@ def format_replay(result: Any, budget_ms: float | None = None) -> str:
              f"# names {'anonymized (random, same lengths)' if w.anonymized else 'kept'}; values "
              f"{'kept' if w.kept_values else 'random of the same type and size'}; start-up reads: "
              f"{len(w.reads)}" + (f" ({w.missing_reads} never set)" if w.missing_reads else "")
-             + f"; tiered: {len(w.sensitive)} sensitive names; typical write: a "
-             f"{p.get('write_type', '?')} of {p.get('write_bytes', 0):,} bytes; "
+             + (f"; tiered: {len(w.sensitive)} sensitive names" if w.source != "esp-sizes" else
+                "; tiered: no name is known (sealed), so none is sensitive")
+             + f"; typical write: {_article(p.get('write_type', '?'))} {p.get('write_type', '?')} of "
+             f"{p.get('write_bytes', 0):,} bytes; "
              f"{result.run.rounds} rounds, every design and phase interleaved"]
     phases = _by_phase(result.records)
     for phase, group in phases.items():
@@ -530,7 +554,8 @@ def format_replay(result: Any, budget_ms: float | None = None) -> str:
         lines.append(f"## {_PHASE_TITLES.get(phase, phase)}")
         durable = phase in ("first_launch", "apply")
         startup = phase in ("first_launch", "cold_start")
-        lines.append(_design_table(group, base, budget_ms if startup else None, durable=durable))
+        lines.append(_design_table(group, base, budget_ms if startup else None, durable=False,
+                                   durable_ci=durable))
         lines.append("")
     cold = phases.get("cold_start", [])
     if cold:

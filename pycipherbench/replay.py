@@ -109,7 +109,8 @@ def _value_size(kind: str, value: Any) -> int:
 def read_prefs(path: str | os.PathLike[str], *, master_key_file: str | os.PathLike[str] | None = None
                ) -> Prefs:
     """Reads an Android SharedPreferences XML: plain, or ESP (with ``master_key_file`` its
-    entries, else their sizes only). :class:`store.StoreFormatError` names the line of
+    entries, else their sizes only; opened, an ESP long that fits 32 bits reads back as an
+    int, since the store's ``all()`` gives Python ints). :class:`store.StoreFormatError` names the line of
     the first error of a file that is not one (the store's own parser)."""
     path = os.fspath(path)
     with open(path, "rb") as f:
@@ -230,7 +231,8 @@ def make_workload(prefs: Prefs, *, reads: str | Sequence[str] = "all",
         anonymize = sized
     if sized and (keep_values or not anonymize):
         raise ValueError("an ESP file read without its master key gives sizes only: its "
-                         "names and values cannot be kept (pass master_key_file)")
+                         "names and values cannot be kept (pass its master key: master_key_file= "
+                         "or --master-key-file)")
     if not isinstance(keep_values, bool) or not isinstance(anonymize, bool):
         raise TypeError("keep_values and anonymize must be bools")
     try:

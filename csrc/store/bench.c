@@ -433,6 +433,8 @@ static int run_migrate(bench *b, uint64_t n, uint64_t *self_ns)
         unlink_with_lock(b->old_path);
         if (!ok)
             return -1;
+        if (pcb_store_count(b->store) != b->p->n_keys) /* untimed: the work was done */
+            return pcb_fail(&b->st, PCB_E_VALUE, "benchmark bug: the migration lost entries") - 1;
     }
     *self_ns = total;
     return 0;
@@ -463,6 +465,7 @@ static int run_migrate_keys(bench *b, uint64_t n, uint64_t *self_ns)
         int ok = open_store(b, NULL, &b->st)
                  && (to = pcb_store_open(b->new_path, &fresh, b->cache, NULL, &b->st)) != NULL
                  && copy_all(b, b->store, to);
+        size_t moved = ok ? pcb_store_count(to) : 0; /* a counter read: checked after the clock */
         pcb_status ignored = {0};
         ok = close_store(b, ok ? &b->st : &ignored) && ok;
         if (to != NULL)
@@ -473,6 +476,8 @@ static int run_migrate_keys(bench *b, uint64_t n, uint64_t *self_ns)
         total += pcb_clock_ns() - t0;
         if (!ok)
             return -1;
+        if (moved != b->p->n_keys)
+            return pcb_fail(&b->st, PCB_E_VALUE, "benchmark bug: the re-keying lost entries") - 1;
     }
     *self_ns = total;
     return 0;
