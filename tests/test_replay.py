@@ -240,3 +240,35 @@ def test_migrations_are_a_sweep_dimension(tmp_path):
     assert {m.workload for m in r.measurements} == {"rotate", "migrate", "migrate_keys"}
     with pytest.raises(ValueError, match="passphrase"):
         store.bench("migrate_keys", passphrase=True)
+
+
+def test_verdict_follows_the_data():
+    """The verdict's design and words come from the records: a design that gives up less
+    wins a tie the paired ratios cannot break; one that misses the budget is never named."""
+    import numpy as np
+
+    from pycipherbench import designs
+
+    def rec(design, phase, values):
+        return designs.DesignMeasurement(
+            design=design, workload=phase, params={}, payload=0, hw_aes=True, min_time=0.0,
+            repeats=8, iterations=1, samples=np.asarray(values, dtype=float), tsc_samples=None,
+            durable_samples=np.asarray(values, dtype=float), machine={})
+
+    ms = 1e6
+    noise = [1.0, 1.1, 0.9, 1.05, 0.95, 1.2, 0.8, 1.0]
+    recs = [rec("plain", p, [0.1 * ms * x for x in noise]) for p in ("first_launch", "cold_start")]
+    recs += [rec("esp", "first_launch", [20 * ms] * 8), rec("esp", "cold_start", [1 * ms * x for x in noise]),
+             rec("esp_cache", "first_launch", [20 * ms] * 8),
+             rec("esp_cache", "cold_start", [0.98 * ms * x for x in reversed(noise)]),
+             rec("sqlcipher", "first_launch", [200 * ms] * 8), rec("sqlcipher", "cold_start", [150 * ms] * 8),
+             rec("mmkv_model", "first_launch", [5 * ms] * 8), rec("mmkv_model", "cold_start", [0.2 * ms] * 8)]
+    assert designs.replay_choice(recs, 900) == "esp"  # tied with esp_cache, gives up less
+    v = designs.replay_verdict(recs, 900)
+    assert v.startswith("esp fits 900 ms") and "esp_cache by the median" in v
+    assert designs.replay_choice(recs, 100) == "esp"  # sqlcipher misses 100 ms
+    assert "sqlcipher" not in designs.replay_verdict(recs, 100).split("(esp, ")[0]
+    assert designs.replay_choice(recs, 10) == "mmkv_model"  # no authenticated design fits
+    assert "gives up: " in designs.replay_verdict(recs, 10)
+    assert designs.replay_choice(recs, 0.01) is None
+    assert designs.replay_verdict(recs, 0.01).startswith("No encrypted design fits 0.01 ms")
