@@ -92,7 +92,7 @@ class Prefs:
         return (f"{os.path.basename(self.path)}: {what[self.source]}; {len(self.entries)} entries ("
                 + ", ".join(f"{n} {t}" for t, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
                 + f"); values {sum(sizes):,} bytes, the largest {sizes[-1] if sizes else 0:,}"
-                + (f", {big} of 1 KiB or more" if big else "") + ")")
+                + (f", {big} of 1 KiB or more" if big else ""))
 
 
 def _value_size(kind: str, value: Any) -> int:
