@@ -760,7 +760,7 @@ int pcb_store_bench_close(bench *b, pcb_status *st)
         rmdir(b->new_dir);
     }
     if (b->before.data != NULL)
-        pcb_file_bytes_free(&b->before, 0);
+        pcb_file_bytes_free(&b->before, 1); /* a store file: wiped like the store's own reads */
     free(b->names);
     free(b->missing);
     free(b->order);
