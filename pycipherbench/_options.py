@@ -42,7 +42,7 @@ KeyEncryption = Literal["siv", "none"]
 ValueEncryption = Literal["gcm", "chacha20-poly1305", "none"]
 Layout = Literal["entries", "file"]
 Workload = Literal["put", "get", "get_missing", "contains", "all", "commit", "apply",
-                   "open_cold", "open_warm", "rotate", "rotate_lazy"]
+                   "open_cold", "open_warm", "rotate", "rotate_lazy", "migrate", "migrate_keys"]
 ValueType = Literal["string", "string_set", "int", "long", "float", "bool"]
 Engine = Literal["esp", "sqlcipher", "mmkv"]
 Level = Literal["c", "python"]

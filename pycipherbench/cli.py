@@ -422,11 +422,47 @@ def cmd_store_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_store_replay(args: argparse.Namespace) -> int:
+    """pycipherbench store --from PREFS.xml: the file replayed through every design."""
+    from . import replay
+
+    try:
+        if args.json:
+            check_output(args.json, what="--json", keep_existing=not args.force)
+        result = replay.replay(args.from_file, reads=replay.parse_reads(args.reads),
+                               sensitive=replay.DEFAULT_SENSITIVE if args.sensitive is None
+                               else args.sensitive, keep_values=args.keep_values,
+                               anonymize=True if args.anonymize else None,
+                               master_key_file=args.master_key_file,
+                               repeats=3 if args.quick else 10,
+                               min_time=0.0 if args.quick else 0.02, seed=args.seed,
+                               directory=args.directory, progress=not args.no_progress)
+    except (ValueError, TypeError, OSError, ImportError) as e:
+        return _fail("store --from", e)
+    if not result.records:
+        print("# Interrupted (Ctrl-C) before the first round finished: no figures.", file=sys.stderr)
+        return 130
+    print(result.format(args.budget))
+    if args.quick:
+        print(f"# {QUICK_NOTE}")
+    if args.json:
+        write_json_atomic(args.json, result.to_dict())
+        print(f"# Raw samples written to {os.fspath(args.json)}")
+    return 130 if result.run.interrupted else 0
+
+
 def cmd_store(args: argparse.Namespace) -> int:
     from .sweep import run_points
 
     if args.action:
         return cmd_store_inspect(args)
+    if args.from_file is not None:  # issue 29: an app's own preferences file
+        return cmd_store_replay(args)
+    stray = [f for f, on in (("--reads", args.reads != "all"), ("--sensitive", args.sensitive),
+                             ("--keep-values", args.keep_values), ("--anonymize", args.anonymize),
+                             ("--master-key-file", args.master_key_file)) if on]
+    if stray:
+        return _fail("store", f"{', '.join(stray)} go(es) with --from PREFS.xml")
     if args.designs:  # issue 19: the store designs' start-up table
         from .experiments import run_store_designs
 
@@ -587,7 +623,26 @@ def _add_sweep_commands(sub: Any) -> None:
                     help="the start-up table of the store designs (ESP, cache, tiered, lazy, "
                          "SQLCipher 4, SQLite, an MMKV design model): which fits --budget")
     st.add_argument("--budget", type=float, default=900.0,
-                    help="with --designs: the start-up budget in ms (default 900, the article's)")
+                    help="with --designs or --from: the start-up budget in ms (default 900, "
+                         "the article's)")
+    # issue 29: replay an app's own preferences file through every design
+    st.add_argument("--from", dest="from_file", metavar="PREFS.xml",
+                    help="replay this SharedPreferences XML (adb shell run-as PKG cat "
+                         "shared_prefs/NAME.xml) through every design: first launch with the "
+                         "migration, cold and warm start, one apply, footprint")
+    st.add_argument("--reads", default="all", metavar="NAMES|all",
+                    help="with --from: the names read at start-up, comma-separated (default all)")
+    st.add_argument("--sensitive", default=None, metavar="REGEX",
+                    help="with --from: names the tiered designs encrypt (default: token, secret, "
+                         "password, auth, session, ... in the name)")
+    st.add_argument("--keep-values", action="store_true",
+                    help="with --from: store the file's own values (default: random ones of the "
+                         "same type and size)")
+    st.add_argument("--anonymize", action="store_true",
+                    help="with --from: random names of the same lengths (the default for an ESP "
+                         "file without --master-key-file)")
+    st.add_argument("--master-key-file", metavar="KEY",
+                    help="with --from and an ESP file: its master key (without it, only sizes)")
     st.set_defaults(func=cmd_store)
 
 

@@ -630,7 +630,7 @@ def plot_store_latency(results: Results, x: str = "n_keys") -> Figure:
 #: together (a put takes microseconds, a 100-put commit or an open milliseconds).
 _SCALE_GROUPS = (("per-operation", ("put", "get", "contains", "get_missing", "all")),
                  ("commit/apply", ("commit", "apply")), ("open", ("open_cold", "open_warm")),
-                 ("rotation", ("rotate", "rotate_lazy")))
+                 ("rotation", ("rotate", "rotate_lazy")), ("migration", ("migrate", "migrate_keys")))
 
 
 def _scale_group(p: dict[str, Any]) -> str:

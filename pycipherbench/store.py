@@ -43,8 +43,9 @@ __all__ = [
 
 #: The benchmark harness is :mod:`pycipherbench.store_bench` (this module is the store's
 #: API alone, which the harness and :mod:`pycipherbench.engines` import); its public
-#: names stay reachable here, as the same objects: ``store.bench(...)`` is the README's.
-_HARNESS = frozenset({"bench", "plan_bench", "StoreMeasurement", "StoreParams"})
+#: names stay reachable here, as the same objects: ``store.bench(...)`` is the README's,
+#: ``store.replay(...)`` :func:`pycipherbench.replay.replay` (which the harness re-exports).
+_HARNESS = frozenset({"bench", "plan_bench", "StoreMeasurement", "StoreParams", "replay"})
 
 
 def __getattr__(name: str) -> Any:

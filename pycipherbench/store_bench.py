@@ -30,8 +30,9 @@ from ._record import Record, TableColumn
 from ._rounds import (DEFAULT_ROUNDS, Plan, PointData, RunInfo, StorePoint, Workers,
                       record_fields, run_one)
 from .engine_bench import PyStorePoint, py_point
+from .replay import replay  # an app's preferences file through every design (issue 29)
 
-__all__ = ["StoreMeasurement", "StoreParams", "bench", "plan_bench"]
+__all__ = ["StoreMeasurement", "StoreParams", "bench", "plan_bench", "replay"]
 
 
 class StoreParams(TypedDict):
@@ -299,7 +300,18 @@ def bench(
     generation and keyset creation), ``open_warm`` (open and load every
     entry), ``rotate`` (re-encrypt everything), ``rotate_lazy`` (``rotate(lazy=True)``:
     a new primary value key, the keysets rewritten, nothing re-encrypted; every 31st
-    is preceded by an untimed full rotation, as a keyset holds at most 32 keys). Keys and string values are
+    is preceded by an untimed full rotation, as a keyset holds at most 32 keys),
+    ``migrate`` (first launch after the update, the article's ``migrateIfNeeded``: open
+    the plain SharedPreferences file of ``n_keys`` entries, create the encrypted store
+    and its keys, read all, write all with one durable commit, remove the plain file)
+    and ``migrate_keys`` (the 1.1.0-alpha03 case: open the encrypted store with its
+    old keys, create a new one under a new master key and new keysets in another
+    directory, read all, write all, close both and rename the new file over the old).
+    ``rotate`` re-encrypts in place: one atomic rewrite of the same file under the
+    store's lock, keeping its master key; ``migrate_keys`` builds a second store from
+    nothing (new master key and keysets, a second open) and replaces the file by a
+    rename. Every migration starts from a fresh copy of the same file, written
+    before the clock starts. Keys and string values are
     random ``[A-Za-z0-9]`` text of ``key_len``/``value_len`` characters, read in
     a random order. ``ns_per_op`` is per operation; the
     :class:`StoreMeasurement` also holds the parameters, the stage breakdown
