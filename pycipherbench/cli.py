@@ -255,8 +255,10 @@ def _confirm(yes: bool) -> bool:
 # -- sweep / compare / plot / store
 
 def parse_value(text: str, none: bool = True) -> Any:
-    """A --param value: bool (true/false/yes/no/on/off), None (none; with ``none=False``
-    the text, as in ``key_encryption=none``), int, float, else the text."""
+    """A value of a parameter no declaration types (a --num/--den name a results file has
+    but no signature takes): bool (true/false/yes/no/on/off), None (none; with
+    ``none=False`` the text), int, float, else the text. Declared parameters are read by
+    their declaration instead (:func:`parse_params` with ``target``)."""
     low = text.strip().lower()
     if low in ("true", "yes", "on"):
         return True
@@ -272,10 +274,21 @@ def parse_value(text: str, none: bool = True) -> Any:
     return text.strip()
 
 
-def parse_params(specs: list[str], none: bool = True, flag: str = "--param") -> dict[str, Any]:
+def parse_params(specs: list[str], none: bool = True, flag: str = "--param",
+                 target: str | None = None) -> dict[str, Any]:
     """['payload=16,256', 'op=enc'] -> {'payload': [16, 256], 'op': 'enc'} (one value: a scalar).
-    ``none``: "none" means None (a sweep's default), else it is the text (a value to match).
+    ``target`` ("cipher"/"store"): each value is read by its parameter's declaration, as the
+    API checks it (:func:`._options.parse_text`: ``key_encryption=none`` is no encryption,
+    ``payload=16,,256`` and ``hw_aes=maybe`` are errors naming the parameter). Names no
+    declaration has: ``none`` means None when ``none`` is set, else it is the text.
     ``flag``: the option the specs came from, as errors name it."""
+    from ._options import parse_text
+
+    types: dict[str, Any] = {}
+    if target is not None:
+        from .sweep import param_types
+
+        types = param_types(target)
     grid: dict[str, Any] = {}
     for spec in specs:
         name, sep, values = spec.partition("=")
@@ -284,7 +297,8 @@ def parse_params(specs: list[str], none: bool = True, flag: str = "--param") -> 
             raise ValueError(f"{flag} {spec!r}: expected NAME=VALUE[,VALUE...]")
         if name in grid:
             raise ValueError(f"{flag} {name} given twice; list every value in one {flag}")
-        parsed = [parse_value(v, none) for v in values.split(",")]
+        parsed = [parse_text(name, v, types[name], flag=flag) if name in types
+                  else parse_value(v, none) for v in values.split(",")]
         grid[name] = parsed if len(parsed) > 1 else parsed[0]
     return grid
 
@@ -300,7 +314,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     try:
         check_output(args.out, what="--out", keep_existing=not (args.force or args.resume),
                      override="--resume to continue it, --force")
-        grid = parse_params(args.param or [])
+        grid = parse_params(args.param or [], target=args.target)
         for name in ("repeats", "min_time", "warmup"):
             if getattr(args, name) is not None:
                 grid[name] = getattr(args, name)
@@ -351,8 +365,8 @@ def cmd_ratio(args: argparse.Namespace) -> int:
 
     try:
         results = load_results(args.results)
-        num = parse_params(args.num or [], none=False, flag="--num")
-        den = parse_params(args.den or [], none=False, flag="--den")
+        num = parse_params(args.num or [], none=False, flag="--num", target=results.target)
+        den = parse_params(args.den or [], none=False, flag="--den", target=results.target)
         found = results.ratio(num, den)
     except (OSError, ValueError, TypeError) as e:
         return _fail("ratio", e)

@@ -237,6 +237,46 @@ def _check_names(results: Results, side: str, want: dict[str, Any]) -> None:
                              f"the points have {', '.join(known) or 'no parameters'}")
 
 
+def _applies(target: str, name: str, point: dict[str, Any]) -> bool:
+    from .sweep import applies  # the grid rules: what a point of this target drops
+
+    return applies(target, name, point)  # type: ignore[arg-type]
+
+
+def _pairs(target: str, p: dict[str, Any], q: dict[str, Any], varied: set[str]) -> bool:
+    """Whether points ``p`` and ``q`` are equal in every parameter outside ``varied``; one
+    that only one of them has pairs where it does not apply to the other (a plain store
+    point has no hw_aes: it pairs with the encrypted point of hw_aes=False)."""
+    for k in (p.keys() | q.keys()) - varied:
+        if k in p and k in q:
+            if not same_value(p[k], q[k]):
+                return False
+        else:  # the value one has, tried on the other
+            has, lacks = (p, q) if k in p else (q, p)
+            if _applies(target, k, {**lacks, k: has[k]}):
+                return False
+    return True
+
+
+def _check_sides(results: Results, numerator: dict[str, Any], denominator: dict[str, Any]) -> None:
+    """A ValueError unless the two sides name the same parameters (a name on one side only
+    is allowed where the other side's points lack it: it does not apply to them), and
+    differ in at least one value."""
+    sides = (("numerator", numerator, "denominator", denominator),
+             ("denominator", denominator, "numerator", numerator))
+    for side, mine, other_side, other in sides:
+        for k in mine.keys() - other.keys():
+            if any(k in p for p in results.params if _matches(p, other)):
+                raise ValueError(
+                    f"{k} is given for the {side} only, but the {other_side} points have it too: "
+                    f"numerator and denominator must differ in the same parameters (give the "
+                    f"{other_side} a {k} as well, e.g. {k}={mine[k]!r} to hold it equal)")
+    if numerator.keys() == denominator.keys() and all(
+            same_value(v, denominator[k]) for k, v in numerator.items()):
+        raise ValueError(f"numerator and denominator name the same points ({numerator}): "
+                         "a ratio compares points that differ in a parameter")
+
+
 def ratios(results: Results, numerator: dict[str, Any], denominator: dict[str, Any],
            run_to_run: float = RUN_TO_RUN) -> list[Ratio]:
     """Paired ratios (numerator / denominator, of ns per operation) of the points of one
@@ -248,16 +288,18 @@ def ratios(results: Results, numerator: dict[str, Any], denominator: dict[str, A
         raise TypeError("numerator and denominator must be dicts of parameter values")
     _check_names(results, "numerator", numerator)
     _check_names(results, "denominator", denominator)
+    _check_sides(results, numerator, denominator)
     varied = set(numerator) | set(denominator)
     nums = [(p, m) for p, m in results.items() if _matches(p, numerator)]
-    dens = {point_key({k: v for k, v in p.items() if k not in varied}): (p, m)
-            for p, m in results.items() if _matches(p, denominator)}
+    dens = [(p, m) for p, m in results.items() if _matches(p, denominator)]
     out: list[Ratio] = []
     for p, m in nums:
         rest = {k: v for k, v in p.items() if k not in varied}
-        pair = dens.get(point_key(rest))
-        if pair is None or pair[0] is p:
+        fits = [(q, d) for q, d in dens if q is not p and _pairs(results.target, p, q, varied)]
+        if not fits:
             continue
+        exact = [(q, d) for q, d in fits if q.keys() - varied == rest.keys()]
+        pair = (exact or fits)[0]
         d = pair[1]
         if len(m.samples) != len(d.samples):
             raise ValueError(f"the points {p} and {pair[0]} have {len(m.samples)} and "

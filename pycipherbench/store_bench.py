@@ -238,7 +238,7 @@ def plan_bench(
         from ._names import explain_workload_error
 
         raise explain_workload_error(e, workload) from None
-    warm = -1.0 if warmup is None else warmup
+    warm = _options.warmup_value(warmup)
     _core.check_timing(min_time, repeats, warm)
     if directory is not None and not os.path.isdir(directory):
         raise NotADirectoryError(f"directory={os.fspath(directory)!r} is not an existing directory")

@@ -79,6 +79,24 @@ def _signature(target: str) -> dict[str, Any]:
             if name != "progress"}  # the sweep's own option, not a point parameter
 
 
+@functools.lru_cache(maxsize=None)
+def param_types(target: str) -> dict[str, Any]:
+    """Each parameter's annotation (the declarations both the API's checks and the CLI's
+    ``--param`` parser read: :func:`._options.check_value`, :func:`._options.parse_text`)."""
+    import typing
+
+    fn = measure if target == "cipher" else store_bench
+    hints = typing.get_type_hints(fn)
+    return {name: hints[name] for name in _signature(target)}
+
+
+def check_run_options(options: dict[str, Any]) -> None:
+    """The run settings' ranges (repeats, min_time, warmup), before anything is expanded:
+    a bad one is the setting's error, not every point's."""
+    _core.check_timing(options.get("min_time", 0.05), options.get("repeats", DEFAULT_ROUNDS),
+                       _options.warmup_value(options.get("warmup")))
+
+
 def _check_target(target: str) -> None:
     if target not in SUBJECT:
         raise ValueError(f"target must be 'cipher' or 'store', not {target!r}")
@@ -152,7 +170,13 @@ def _split(target: str, grid: dict[str, Any]) -> tuple[dict[str, list[Any]], dic
             raise ValueError(f"{name}= is an empty list: nothing to sweep")
         if target == "cipher" and name == "transformation":  # aliases folded: one point
             values = list(dict.fromkeys(_names.canonical(v) or v for v in values))
+        for v in values:  # None in a list: the default
+            if v is not None:
+                _options.check_value(name, v, param_types(target)[name])
         lists[name] = values
+    for name, v in options.items():
+        _options.check_value(name, v, param_types(target)[name])
+    check_run_options(options)
     return lists, options
 
 
@@ -193,9 +217,8 @@ def _validate(target: str, point: dict[str, Any], options: dict[str, Any]) -> No
     if not isinstance(hw, bool):
         raise TypeError(f"hw_aes must be a bool, not {type(hw).__name__}")
     timing = {**options, **point}
-    warmup = timing.get("warmup")
     _core.check_timing(timing.get("min_time", 0.05), timing.get("repeats", DEFAULT_ROUNDS),
-                       -1.0 if warmup is None else warmup)
+                       _options.warmup_value(timing.get("warmup")))
     if target == "cipher":
         check_kernel(kwargs.pop("transformation"), "sweep", **kwargs)
     else:  # the point parameters the C kernel takes
