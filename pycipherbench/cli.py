@@ -12,8 +12,9 @@ from typing import Any
 from ._machine import machine
 from ._cost import PayloadCostError, PayloadCostWarning
 from ._format import format_size_compact, format_table
-from ._interrupt import SaveGuard
-from ._output import OutputError, check_output, write_atomic, write_json_atomic, write_text_atomic
+from ._interrupt import SaveGuard, interrupt_words
+from ._output import (STDOUT, OutputError, check_output, write_atomic, write_json_atomic,
+                      write_text_atomic)
 from .experiments import (QUICK_NOTE, SPEED_GROUPS, SPEED_TIMING, STORE_TIMING, format_speed,
                           format_store, machine_line, run_speed, store_points, warning_lines)
 
@@ -35,7 +36,7 @@ def cmd_speed(args: argparse.Namespace) -> int:
         sys.exit("error: --threads must be at least 1")
     if args.json:
         try:
-            check_output(args.json, what="--json", keep_existing=not args.force)
+            _check_json(args.json, "--json", args.force)
         except OutputError as e:
             return _fail("speed", e)
     if not _payload_ok(payload, args.yes):
@@ -49,22 +50,21 @@ def cmd_speed(args: argparse.Namespace) -> int:
 def _speed_table(args: argparse.Namespace, payload: int) -> int:
     results, run = run_speed(payload, args.quick, hw_aes=not args.no_hw_aes)
     if not results:
-        print("# Interrupted (Ctrl-C) before any row was sampled: no figures.", file=sys.stderr)
+        print(f"# Interrupted ({interrupt_words()}) before any row was sampled: no figures.", file=sys.stderr)
         return 130
     print(format_speed(results, payload))
     if args.quick:
         print(f"# {QUICK_NOTE}")
     if run.partial:
-        print(f"# Interrupted (Ctrl-C) during the first round: {len(results)} rows sampled once "
+        print(f"# Interrupted ({interrupt_words()}) during the first round: {len(results)} rows sampled once "
               "each, shown without an interval.")
     elif run.interrupted:
-        print(f"# Interrupted (Ctrl-C) after {rounds_text(run.rounds)}: the figures above "
+        print(f"# Interrupted ({interrupt_words()}) after {rounds_text(run.rounds)}: the figures above "
               "are from those rounds only.")
     if args.json:
-        doc = {"machine": machine(), "payload": payload, "hw_aes": not args.no_hw_aes,
-               "results": [m.to_dict() for m in results]}
-        write_json_atomic(args.json, doc)
-        print(f"# Raw samples written to {os.fspath(args.json)}")
+        _write_json(args, args.json, {"machine": machine(), "payload": payload,
+                                      "hw_aes": not args.no_hw_aes,
+                                      "results": [m.to_dict() for m in results]})
     return 130 if run.interrupted else 0
 
 
@@ -115,7 +115,7 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
         except KeyboardInterrupt:
             records = []
     if not records:
-        print("# Interrupted (Ctrl-C) before the first round finished: no figures.", file=sys.stderr)
+        print(f"# Interrupted ({interrupt_words()}) before the first round finished: no figures.", file=sys.stderr)
         return 130
     by_key = {(t, op, b): m for (t, op, b, _), m in zip(jobs, records)}
     head = ["transformation", "op", *names]
@@ -146,8 +146,7 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
                "results": [m.to_dict() for m in records]}
         if floor_doc is not None:
             doc["floor_multiples"] = floor_doc
-        write_json_atomic(args.json, doc)
-        print(f"# Raw samples written to {os.fspath(args.json)}")
+        _write_json(args, args.json, doc)
     return 130 if run.interrupted else 0
 
 
@@ -167,7 +166,7 @@ def _floor_table(args: argparse.Namespace, names: list[str], timing: dict[str, A
                                         min_time=timing["min_time"], warmup=timing.get("warmup"),
                                         progress=True)
     except KeyboardInterrupt:
-        print("# Interrupted (Ctrl-C): no floor multiples.")
+        print(f"# Interrupted ({interrupt_words()}): no floor multiples.")
         return None
     print(f"\n# AES-256-GCM per message, each library's time as a multiple of the floor "
           f"(pycipherbench's own AES-NI + PCLMULQDQ kernels) at "
@@ -308,12 +307,37 @@ def _fail(command: str, message: object) -> int:
     return 2
 
 
+def _check_json(path: str, flag: str, force: bool, override: str = "--force") -> None:
+    """Before measuring: a results file that can be written, not another's, taken by this
+    run until it ends ('-', standard output, needs nothing)."""
+    if path != STDOUT:
+        check_output(path, what=flag, keep_existing=not force, override=override, claim=True)
+
+
+def _write_json(args: argparse.Namespace, path: str, doc: Any) -> None:
+    """``doc`` (a dict, or Results) as JSON: to standard output for '-' (the command's
+    text went to stderr: see :func:`main`), else atomically to ``path``."""
+    data = doc.to_dict() if hasattr(doc, "to_dict") else doc
+    if path == STDOUT:
+        out = getattr(args, "stdout", None) or sys.stdout
+        json.dump(data, out, indent=1)
+        out.write("\n")
+        out.flush()
+        print("# Raw samples written to standard output")
+        return
+    write_json_atomic(path, data)
+    print(f"# Raw samples written to {os.fspath(path)}")
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from .sweep import sweep
 
+    to_stdout = args.out == STDOUT
     try:
-        check_output(args.out, what="--out", keep_existing=not (args.force or args.resume),
-                     override="--resume to continue it, --force")
+        if to_stdout and args.resume:
+            raise ValueError("--resume continues a file: --out - (standard output) has none")
+        _check_json(args.out, "--out", args.force or args.resume,
+                    override="--resume to continue it, --force")
         grid = parse_params(args.param or [], target=args.target)
         for name in ("repeats", "min_time", "warmup"):
             if getattr(args, name) is not None:
@@ -328,17 +352,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                     return 1
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PayloadCostWarning)  # said above
-            results = sweep(args.target, seed=args.seed, out=args.out, resume=args.resume,
-                            skip_invalid=args.skip_invalid, progress=not args.no_progress,
-                            resume_hint="--resume", **grid)
-    except (ValueError, TypeError) as e:
+            results = sweep(args.target, seed=args.seed, out=None if to_stdout else args.out,
+                            resume=args.resume, skip_invalid=args.skip_invalid,
+                            progress=not args.no_progress, resume_hint="--resume",
+                            force=args.force, **grid)
+    except (ValueError, TypeError, ImportError) as e:
         return _fail("sweep", e)
     print(results.table())
-    for line in warning_lines(results.measurements):
+    if any(m.warnings for m in results.measurements):
+        print("# !: the row has warnings, listed below")
+    for line in warning_lines(results.measurements, where="--out"):
         print(line)
+    if to_stdout:
+        _write_json(args, STDOUT, results)
     state = "" if results.complete else " (interrupted: incomplete; --resume measures it again)"
     print(f"# {len(results)} point{'' if len(results) == 1 else 's'} written to "
-          f"{os.fspath(args.out)}{state}")
+          f"{'standard output' if to_stdout else os.fspath(args.out)}{state}")
     return 0 if results.complete else 130
 
 
@@ -387,7 +416,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     try:
         from . import plot
 
-        check_output(args.output, what="--output")
+        check_output(args.output, what="--output", claim=True)
         fmt = os.path.splitext(os.fspath(args.output))[1].lstrip(".").lower()
         if fmt not in IMAGE_FORMATS:
             raise ValueError(f"--output {os.fspath(args.output)!r}: expected a file name ending "
@@ -442,18 +471,10 @@ def cmd_store(args: argparse.Namespace) -> int:
     if args.action:
         return cmd_store_inspect(args)
     if args.designs:  # issue 19: the store designs' start-up table
-        from .experiments import run_store_designs
-
-        try:
-            text = run_store_designs(args.quick, args.budget, directory=args.directory,
-                                     progress=not args.no_progress)
-        except (ValueError, TypeError, OSError, ImportError) as e:
-            return _fail("store --designs", e)
-        if not text:
-            print("# Interrupted (Ctrl-C) before the first round finished: no figures.", file=sys.stderr)
-            return 130
-        print(text)
-        return 0
+        return _store_designs(args)
+    if args.budget is not None:
+        return _fail("store", "--budget is the start-up budget of --designs; without "
+                              "--designs it means nothing (give --designs too)")
 
     n_keys = args.n_keys if args.n_keys is not None else (100 if args.quick else 1000)
     timing: dict[str, Any] = dict(STORE_TIMING[args.quick])
@@ -461,24 +482,58 @@ def cmd_store(args: argparse.Namespace) -> int:
         timing["directory"] = args.directory
     try:
         if args.json:
-            check_output(args.json, what="--json", keep_existing=not args.force)
+            _check_json(args.json, "--json", args.force)
         points = store_points(n_keys, hw_aes=not args.no_hw_aes, min_time=timing["min_time"])
-        results = run_points("store", points, timing, seed=args.seed, progress=not args.no_progress)
+        results = run_points("store", points, timing, seed=args.seed, progress=not args.no_progress,
+                             resume_hint="")
     except (ValueError, TypeError, OSError) as e:
         return _fail("store", e)
     if not len(results):
-        print("# Interrupted (Ctrl-C) before the first round finished: no figures.", file=sys.stderr)
+        print(f"# Interrupted ({interrupt_words()}) before the first round finished: no figures.", file=sys.stderr)
         return 130
     print(format_store(results, n_keys))
     if args.quick:
         print(f"# {QUICK_NOTE}")
     if not results.complete:
-        print(f"# Interrupted (Ctrl-C) after {rounds_text(results.measurements[0].n_rounds)}: "
+        print(f"# Interrupted ({interrupt_words()}) after {rounds_text(results.measurements[0].n_rounds)}: "
               "the figures above are from those rounds only.")
     if args.json:
-        results.save(args.json)
-        print(f"# Raw samples written to {os.fspath(args.json)}")
+        _write_json(args, args.json, results)
     return 0 if results.complete else 130
+
+
+#: The store flags --designs does not take (what it measures is fixed: every design on
+#: hardware AES, start-up cases of its own store size), with why.
+DESIGNS_REFUSES = {
+    "no_hw_aes": "--no-hw-aes (the designs run in this process, where AES-NI cannot be hidden)",
+    "json": "--json (its table is the result; no results file is written)",
+    "seed": "--seed (each run draws its own order)",
+    "n_keys": "--n-keys (the start-up cases have their own 100-entry store)",
+    "force": "--force (no file is written)",
+}
+
+
+def _store_designs(args: argparse.Namespace) -> int:
+    """store --designs: refuses the flags it does not apply, runs, exits 130 when cut."""
+    from .experiments import run_store_designs
+
+    given = [words for name, words in DESIGNS_REFUSES.items() if getattr(args, name)
+             not in (None, False)]
+    if given:
+        return _fail("store --designs", "does not take " + "; ".join(given))
+    budget = 900.0 if args.budget is None else args.budget
+    if not budget > 0:
+        return _fail("store --designs", f"--budget must be a positive number of ms, not {budget:g}")
+    try:
+        text, interrupted = run_store_designs(args.quick, budget, directory=args.directory,
+                                              progress=not args.no_progress)
+    except (ValueError, TypeError, OSError, ImportError) as e:
+        return _fail("store --designs", e)
+    if not text:
+        print("# Interrupted before the first round finished: no figures.", file=sys.stderr)
+        return 130
+    print(text)
+    return 130 if interrupted else 0
 
 
 def sweep_parameters_help() -> str:
@@ -557,7 +612,7 @@ def _add_sweep_commands(sub: Any) -> None:
         "ratio", help="paired ratio of two kinds of points of one sweep, with a 95%% interval",
         description="For points of one sweep that differ only in the given parameters: the "
                     "per-round ratio of their ns per operation (the rounds were interleaved, so "
-                    "a slow period hits both alike), its median and 95%% interval. Example: "
+                    "a slow period hits both alike), its median and 95% interval. Example: "
                     "pycipherbench ratio r.json --num key_encryption=siv --den key_encryption=none")
     ra.add_argument("results", help="results file (JSON) of a sweep")
     ra.add_argument("--num", action="append", metavar="NAME=VALUE", required=True,
@@ -600,9 +655,19 @@ def _add_sweep_commands(sub: Any) -> None:
     st.add_argument("--designs", action="store_true",
                     help="the start-up table of the store designs (ESP, cache, tiered, lazy, "
                          "SQLCipher 4, SQLite, an MMKV design model): which fits --budget")
-    st.add_argument("--budget", type=float, default=900.0,
+    st.add_argument("--budget", type=float, default=None,
                     help="with --designs: the start-up budget in ms (default 900, the article's)")
     st.set_defaults(func=cmd_store)
+
+
+def _version() -> str:
+    """The installed distribution's version, else pyproject's (an in-tree checkout)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("pycipherbench")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -612,7 +677,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "kernels (speed, sweep --target cipher), libraries (backends), an encrypted "
                     "key-value store (store, sweep --target store), and their results files "
                     "(compare, ratio, plot). 'pycipherbench COMMAND --help' says what each takes.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     speed = sub.add_parser(
         "speed", help="the seed article's cipher speed table, measured on this machine",
         description="Encrypt and decrypt a payload with every transformation of the seed "
@@ -652,14 +718,39 @@ def _show_warning(message: Any, category: Any, filename: str, lineno: int,
     print(f"# WARNING: {message}", file=file or sys.stderr)
 
 
+def _json_destination(args: argparse.Namespace) -> str | None:
+    """Where the command writes its JSON (None: nowhere); store inspect prints its own."""
+    if args.command == "sweep":
+        return str(args.out)
+    if args.command == "store" and args.action:
+        return None
+    return getattr(args, "json", None)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line: its exit status (0; 2 a usage or input error; 130 Ctrl-C, 143
+    SIGTERM, 129 SIGHUP, each after keeping the complete rounds)."""
+    import contextlib
+
+    from ._interrupt import TerminateAsInterrupt
+
     warnings.showwarning = _show_warning
-    args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args))
-    except KeyboardInterrupt:  # Ctrl-C where nothing was left to keep: one line, no traceback
-        print("# Interrupted (Ctrl-C).", file=sys.stderr)
-        return 130
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # bare pycipherbench: what it does and its commands
+        parser.print_help()
+        return 0
+    args.stdout = sys.stdout
+    # --json - / --out -: standard output holds the JSON only, so the tables go to stderr
+    quiet = (contextlib.redirect_stdout(sys.stderr) if _json_destination(args) == STDOUT
+             else contextlib.nullcontext())
+    with TerminateAsInterrupt() as signals, quiet:
+        try:
+            rc = int(args.func(args))
+        except KeyboardInterrupt:  # where nothing was left to keep: one line, no traceback
+            print(f"# Interrupted ({signals.words()}).", file=sys.stderr)
+            rc = 130
+    return signals.status(rc)
 
 
 if __name__ == "__main__":
