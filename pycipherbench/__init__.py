@@ -58,15 +58,19 @@ def decrypt(*args: Any, **kwargs: Any) -> bytes:
 
 
 @overload
-def ciphers(*, aliases: Literal[False] = False) -> list[str]: ...
+def ciphers(*, aliases: Literal[False] = False, backend: str = "openssl") -> list[str]: ...
 @overload
-def ciphers(*, aliases: Literal[True]) -> dict[str, str]: ...
+def ciphers(*, aliases: Literal[True], backend: str = "openssl") -> dict[str, str]: ...
 @overload
-def ciphers(*, aliases: bool) -> list[str] | dict[str, str]: ...
+def ciphers(*, aliases: bool, backend: str = "openssl") -> list[str] | dict[str, str]: ...
 
 
-def ciphers(*args: Any, aliases: bool = False) -> list[str] | dict[str, str]:
+def ciphers(*args: Any, aliases: bool = False, backend: str = "openssl") -> list[str] | dict[str, str]:
     """Canonical names of every transformation OpenSSL runs in this build.
+
+    ``backend``: another library's (a name of :func:`backends`), or ``"all"``: OpenSSL's,
+    then every other transformation an available backend runs (XChaCha20-Poly1305 with
+    libsodium or PyNaCl; measure it with that ``backend=``).
 
     ``aliases=True``: a dict from every other accepted spelling to the name it stands
     for (``'AES/CBC/PKCS7Padding'`` -> ``'AES/CBC/PKCS5Padding'``, ``'3DES/...'`` and
@@ -81,7 +85,19 @@ def ciphers(*args: Any, aliases: bool = False) -> list[str] | dict[str, str]:
         raise TypeError(f"ciphers(aliases=) must be a bool, not {type(aliases).__name__}")
     if aliases:
         return dict(_names.alias_table())
-    return _core.ciphers()
+    if backend == "openssl":
+        return _core.ciphers()
+    found = {b["name"]: b for b in backends()}
+    if backend == "all":
+        names = dict.fromkeys(_core.ciphers())
+        for b in found.values():
+            if b["available"]:
+                names.update(dict.fromkeys(b["transformations"]))
+        return list(names)
+    if backend not in found:
+        raise ValueError(f"backend must be 'all' or one of {', '.join(found)}, not "
+                         f"{backend!r}{_names.nearest(str(backend), found)}")
+    return list(found[backend]["transformations"]) if found[backend]["available"] else []
 
 
 def _signature(transformation: str, key: Any, data: Any, *, iv: Any = None, aad: Any = None,
@@ -95,6 +111,7 @@ for _fn, _c in ((encrypt, _core.encrypt), (decrypt, _core.decrypt)):
         "\"py:pycryptodome\", \"py:pynacl\"), which pycipherbench._pybackends runs.")
     _fn.__signature__ = _inspect.signature(_signature)  # type: ignore[attr-defined]
 del _fn, _c, _signature
+from ._cost import PayloadCostError, PayloadCostWarning
 from .results import Results, load_results
 from .stats import Ratio
 from .sweep import sweep
@@ -107,6 +124,8 @@ __all__ = [
     "DecryptionError",
     "Measurement",
     "OpenSSLError",
+    "PayloadCostError",
+    "PayloadCostWarning",
     "Ratio",
     "Results",
     "UnsupportedCipherError",

@@ -31,9 +31,10 @@ def rounds_text(n: int) -> str:
 def cmd_speed(args: argparse.Namespace) -> int:
     payload = args.payload if args.payload is not None else (1 << 20 if args.quick else 10 << 20)
     if payload <= 0 or payload % 16:
-        sys.exit("error: --payload must be a positive multiple of 16 bytes (the NoPadding rows need whole blocks)")
+        return _fail("speed", f"--payload must be a positive multiple of 16 bytes (the NoPadding "
+                              f"rows need whole blocks), not {payload}")
     if args.threads < 1:
-        sys.exit("error: --threads must be at least 1")
+        return _fail("speed", f"--threads must be at least 1, not {args.threads}")
     if args.json:
         try:
             _check_json(args.json, "--json", args.force)
@@ -68,6 +69,18 @@ def _speed_table(args: argparse.Namespace, payload: int) -> int:
     return 130 if run.interrupted else 0
 
 
+#: Why a backends-table cell is empty under --no-hw-aes.
+MASKED = "--no-hw-aes masks OpenSSL only"
+
+
+def _hw_words(no_hw_aes: bool, records: list[Any]) -> str:
+    """Whether the table's cells ran with hardware AES, from the records."""
+    if not no_hw_aes:
+        return "on"
+    masks = sorted({str(m.hw_mask) for m in records if not m.hw_aes})
+    return f"OFF for OpenSSL ({', '.join(masks) or 'masked'}); other libraries not measured"
+
+
 #: Rows the backends table adds to the seed's: what the other libraries are about.
 BACKEND_ROWS = ("AES/CTR/NoPadding", "ChaCha20-Poly1305", "XChaCha20-Poly1305")
 
@@ -84,13 +97,15 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
     if args.backend == "all":
         names = [n for n, b in known.items() if b["available"]]
     else:
-        names = [n.strip() for n in args.backend.split(",")] if args.backend else ["openssl"]
+        names = list(dict.fromkeys(n.strip() for n in args.backend.split(","))) \
+            if args.backend else ["openssl"]  # a name given twice is one column
         for n in names:
             if n not in known:
-                hint = nearest(n, known)
-                sys.exit(f"error: unknown backend {n!r}{hint}; pycipherbench backends lists them")
+                return _fail("speed", f"--backend: unknown backend {n!r}{nearest(n, known)}; "
+                                      "pycipherbench backends lists them")
             if not known[n]["available"]:
-                sys.exit(f"error: backend {n!r} is unavailable: {known[n]['missing']}")
+                return _fail("speed", f"--backend: backend {n!r} is unavailable: "
+                                      f"{known[n]['missing']}")
     rows = [t for _, group in SPEED_GROUPS for t in group] + list(BACKEND_ROWS)
     timing = SPEED_TIMING[args.quick]
     skipped: dict[tuple[str, str], str] = {}
@@ -104,7 +119,7 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
                     if not args.no_hw_aes or b == "openssl":
                         jobs.append((t, op, b, kw))
                     else:
-                        skipped[(t, b)] = "--no-hw-aes masks OpenSSL only"
+                        skipped[(t, b)] = MASKED
                 except (ValueError, TypeError) as e:  # UnsupportedCipherError is a ValueError
                     skipped[(t, b)] = str(e)
     with Workers() as workers:
@@ -124,15 +139,21 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
         if not any((t, op, b) in by_key for op in ("enc", "dec") for b in names):
             continue
         for op in ("enc", "dec"):
-            cells = [f"{by_key[(t, op, b)].kb_per_ms:,.1f}" if (t, op, b) in by_key else "-"
-                     for b in names]
+            cells = [f"{by_key[(t, op, b)].kb_per_ms:,.1f}" if (t, op, b) in by_key
+                     else "off" if skipped.get((t, b)) == MASKED else "-" for b in names]
             table.append([t, op.upper(), *cells])
     threads = f", {args.threads} threads each (aggregate)" if args.threads > 1 else ""
     print(f"# Speed Test of {format_size_compact(payload)} Data Enc/Decryption, KB/ms per "
           f"backend (message scope{threads}) #")
     print(format_table(head, table))
-    print("# -: the backend lacks the row at its default key size (pycipherbench backends);"
-          " py: columns time the Python call a program makes")
+    legend = ["-: the backend lacks the row at its default key size (pycipherbench backends)"]
+    if any(v == MASKED for v in skipped.values()):
+        legend.append("off: not measured, as --no-hw-aes hides the AES instructions from "
+                      "OpenSSL only (this library would use them, or is no OpenSSL to mask)")
+    if any(b.startswith("py:") for b in names):
+        legend.append("py: columns time the Python call a program makes")
+    print("# " + "; ".join(legend))
+    print(f"# Hardware AES: {_hw_words(args.no_hw_aes, records)}")
     print(f"# Median of {records[0].n_rounds} rounds, every cell sampled once per round.")
     for line in warning_lines(records, noun="cells"):
         print(line)
@@ -148,6 +169,14 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
             doc["floor_multiples"] = floor_doc
         _write_json(args, args.json, doc)
     return 130 if run.interrupted else 0
+
+
+def _level_words(records: Any) -> str:
+    """The intervals' coverage, from the rounds (e.g. '95% intervals', '75% intervals')."""
+    from .stats import median_ci_level
+
+    n = min((m.n_rounds for m in records), default=1)
+    return f"{median_ci_level(n):.0%} intervals" if n > 1 else "no intervals (1 round)"
 
 
 def _floor_table(args: argparse.Namespace, names: list[str], timing: dict[str, Any]) -> Any:
@@ -171,7 +200,7 @@ def _floor_table(args: argparse.Namespace, names: list[str], timing: dict[str, A
     print(f"\n# AES-256-GCM per message, each library's time as a multiple of the floor "
           f"(pycipherbench's own AES-NI + PCLMULQDQ kernels) at "
           f"{', '.join(format_size_compact(p) for p in FLOOR_SIZES)}; paired by round, "
-          f"95% intervals #")
+          f"{_level_words(r.measurements)}; hardware AES on #")
     print(format_table(head, rows))
     for line in warning_lines(list(r.measurements)):
         print(line)
@@ -576,13 +605,18 @@ def _add_sweep_commands(sub: Any) -> None:
         epilog=sweep_parameters_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     sw.add_argument("--param", action="append", metavar="NAME=V1,V2",
                     help="a parameter and its values (repeat for more parameters)")
-    sw.add_argument("--target", choices=("cipher", "store"), default="cipher")
+    sw.add_argument("--target", choices=("cipher", "store"), default="cipher",
+                    help="what is swept: measure() (default cipher) or store.bench() (store)")
     sw.add_argument("--repeats", type=int,
                     help="rounds (default 10): every point takes one sample per round")
-    sw.add_argument("--min-time", type=float, help="seconds per sample at least")
-    sw.add_argument("--warmup", type=float, help="seconds of warm-up per point")
+    sw.add_argument("--min-time", type=float,
+                    help="seconds per sample at least (default 0.05)")
+    sw.add_argument("--warmup", type=float,
+                    help="seconds of warm-up per point (default: as long as --min-time)")
     sw.add_argument("--seed", type=int, help="seed of the shuffled run order")
-    sw.add_argument("--out", required=True, help="results file (JSON, saved after every point)")
+    sw.add_argument("--out", required=True,
+                    help="results file (JSON, saved after every complete round; '-': standard "
+                         "output at the end, the table then on stderr)")
     sw.add_argument("--resume", action="store_true",
                     help="keep the points --out already holds and measure the rest")
     sw.add_argument("--force", action="store_true",
@@ -648,7 +682,8 @@ def _add_sweep_commands(sub: Any) -> None:
     st.add_argument("--directory", help="where the stores' files go (fsync costs depend on it)")
     st.add_argument("--seed", type=int, help="seed of the shuffled run order")
     st.add_argument("--json", metavar="FILE", help="also save the results (raw samples); with "
-                    "inspect: the description as JSON ('-': standard output)")
+                    "inspect: the description as JSON ('-': standard output, the table then "
+                    "on stderr)")
     st.add_argument("--force", action="store_true",
                     help="replace an existing --json file (without it, an existing file is kept)")
     st.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -689,7 +724,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="3 short rounds: done in well under a minute, rough numbers")
     speed.add_argument("--no-hw-aes", action="store_true",
                        help="hide AES-NI/PCLMULQDQ (ARM: AES/PMULL) from OpenSSL, as on a CPU without them")
-    speed.add_argument("--json", metavar="FILE", help="also write every measurement with raw samples")
+    speed.add_argument("--json", metavar="FILE", help="also write every measurement with raw "
+                       "samples ('-': standard output, the table then on stderr)")
     speed.add_argument("--force", action="store_true",
                        help="replace an existing --json file (without it, an existing file is kept)")
     speed.add_argument("--yes", action="store_true",

@@ -200,6 +200,16 @@ def compare(
             + "; ".join(diffs) + "): their timings say as much about the machines as about "
             "the code. Pass allow_different_machines=True (CLI: --allow-different-machines) "
             "to compare anyway.")
+    if isinstance(ignore, str):
+        raise TypeError(f"ignore must be a list of parameter names, not the string {ignore!r}")
+    from ._names import nearest
+
+    known = set(param_names(results.params)) | set(param_names(baseline.params))
+    for name in ignore:
+        if name not in known:
+            raise ValueError(f"ignore: no point of either file has a parameter {name!r}"
+                             f"{nearest(name, sorted(known))}; they have "
+                             f"{', '.join(sorted(known)) or 'no parameters'}")
     ignored = set(ignore)
     mine, theirs = _index(results, ignored), _index(baseline, ignored)
     rows = [_compare_point({k: v for k, v in results.params[i].items() if k not in ignored},

@@ -93,10 +93,16 @@ def format_speed(results: list[Measurement], payload: int) -> str:
         r = paired_ratio(tea.samples, aes.samples)  # TEA's time per AES time: AES's speedup
         verdict = (f"AES is {r.estimate:.1f}x faster [{r.low:.1f}, {r.high:.1f}]" if r.estimate >= 1
                    else f"TEA is {1 / r.estimate:.1f}x faster [{1 / r.high:.1f}, {1 / r.low:.1f}]")
+        quotient = tea.kb_per_ms / aes.kb_per_ms
         lines.append(
-            f"# TEA:AES = {tea.kb_per_ms:.1f}:{aes.kb_per_ms:.1f} -> {verdict} "
-            f"({RATIO_AES} vs {tea_name}, ENC, {tea.rounds} cycles)"
-        )
+            f"# TEA:AES = {tea.kb_per_ms:.1f}:{aes.kb_per_ms:.1f} KB/ms, the rows' medians "
+            f"(quotient {max(quotient, 1 / quotient):.1f}x) -> {verdict}, the paired median "
+            f"ratio: the median of the per-round time ratios, [{r.level:.0%} interval] "
+            f"({RATIO_AES} vs {tea_name}, ENC, {tea.rounds} cycles)")
+    if any(line.startswith("# TEA:AES") for line in lines):
+        lines.append("# The paired ratio pairs each round's two samples (a slow round slows "
+                     "both); the quotient of the medians takes them from different rounds, so "
+                     "the two statistics need not agree.")
     fp = results[0].machine
     hw = "on" if results[0].hw_aes else f"OFF ({results[0].hw_mask})"
     lines += [

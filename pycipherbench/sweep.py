@@ -321,7 +321,7 @@ def run_points(
         out = resume_path  # resume into the file we read
     if out is not None:  # before measuring: a run must not end in a write that fails
         check_output(out, what="out=", keep_existing=not (force or prior is not None),
-                     override="force=True, or resume=True to continue it")
+                     override="resume=True to continue it, force=True")
     done: dict[tuple[Any, ...], tuple[dict[str, Any], Record]] = {}
     if prior is not None:  # only points with every round: partial ones are measured again
         done = {point_key(p): (p, m) for p, m in prior.items() if m.n_rounds >= repeats}
