@@ -253,7 +253,9 @@ def measure(
     least time the run takes, and is refused when its buffers exceed half the RAM.
     """
     if type(payload) is int and type(threads) is int and type(repeats) is int:
-        note = payload_cost([(payload, threads)], repeats, what="payload")
+        note = payload_cost([(payload, threads)], repeats, what="payload",
+                            transformations=[transformation] if isinstance(transformation, str)
+                            else None)
         if note:
             warnings.warn(note, PayloadCostWarning, stacklevel=2)
     with Workers() as workers:

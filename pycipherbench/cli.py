@@ -215,8 +215,11 @@ def cmd_backends(args: argparse.Namespace) -> int:
     hw = {True: "yes", False: "no", None: "unknown"}
     table = [[b["name"], b["version"] or "-", "yes" if b["available"] else "NO",
               hw[b["hw_aes"]] if b["available"] else "-",
-              str(len(b["transformations"])) if b["available"] else "-"] for b in items]
+              _transformation_count(b) if b["available"] else "-"] for b in items]
     print(format_table(["backend", "version", "available", "hw AES", "transformations"], table))
+    if any(_own(b) for b in items if b["available"]):
+        print("# own: pycipherbench's TEA and XTEA kernels, run beside the library (no "
+              "library has them)")
     if args.verbose:
         for b in items:
             if b["available"]:
@@ -235,6 +238,19 @@ def cmd_backends(args: argparse.Namespace) -> int:
         print("# Every backend is available." if all(b["available"] for b in items)
               else "# No package adds what is missing (see why above).")
     return 0
+
+
+def _own(backend: dict[str, Any]) -> list[str]:
+    """The transformations a backend lists that are this package's own kernels (TEA, XTEA)."""
+    return [t for t in backend["transformations"]
+            if t.split("/")[0].removesuffix("-ref") in ("TEA", "XTEA")]
+
+
+def _transformation_count(backend: dict[str, Any]) -> str:
+    """'26 + 10 own': the library's transformations, then the package's own kernels."""
+    own = len(_own(backend))
+    theirs = len(backend["transformations"]) - own
+    return f"{theirs} + {own} own" if own else str(theirs)
 
 
 #: Above this, a speed run's buffers and time grow large enough to ask first.
@@ -695,6 +711,19 @@ def _add_sweep_commands(sub: Any) -> None:
     st.set_defaults(func=cmd_store)
 
 
+def inspect_parser() -> argparse.ArgumentParser:
+    """``pycipherbench store inspect FILE``: its own parser, so that --help is its help."""
+    ins = argparse.ArgumentParser(
+        prog="pycipherbench store inspect",
+        description="Describe a store file without any key: layout, the keysets' key ids, "
+                    "type URLs, status and primary (Tink's plaintext keyset_info), entries per "
+                    "key id.")
+    ins.add_argument("file", metavar="FILE", help="the store's XML file")
+    ins.add_argument("--json", metavar="OUT", help="also write the description as JSON "
+                     "('-': standard output, and nothing else there)")
+    return ins
+
+
 def _version() -> str:
     """The installed distribution's version, else pyproject's (an in-tree checkout)."""
     from importlib import metadata
@@ -772,7 +801,12 @@ def main(argv: list[str] | None = None) -> int:
 
     warnings.showwarning = _show_warning
     parser = build_parser()
-    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    if given[:2] == ["store", "inspect"]:  # its own usage and --help
+        args = inspect_parser().parse_args(given[2:])
+        args.command, args.action, args.func = "store", ["inspect", args.file], cmd_store_inspect
+    else:
+        args = parser.parse_args(given)
     if args.command is None:  # bare pycipherbench: what it does and its commands
         parser.print_help()
         return 0
@@ -786,6 +820,10 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:  # where nothing was left to keep: one line, no traceback
             print(f"# Interrupted ({signals.words()}).", file=sys.stderr)
             rc = 130
+        except BrokenPipeError:  # `pycipherbench ... | head`: the reader left; no traceback
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            rc = 141  # 128 + SIGPIPE, as the shell reports it
     return signals.status(rc)
 
 

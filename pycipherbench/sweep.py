@@ -409,7 +409,7 @@ def cost_of(target: str, points: Sequence[dict[str, Any]], options: dict[str, An
     defaults = _signature("cipher")
     return payload_cost([(p.get("payload", defaults["payload"]), p.get("threads", 1))
                          for p in points], options.get("repeats", DEFAULT_ROUNDS),
-                        what="payload")
+                        what="payload", transformations=[str(p["transformation"]) for p in points])
 
 
 def sweep(

@@ -55,8 +55,9 @@ def test_speed_table_format(speed_json) -> None:
     assert groups == ["AES", "DES", "3DES", "TEA"]
     assert list(rates) == expected_rows()
     assert all(rate > 0 for rate in rates.values())
-    assert re.search(r"^# TEA:AES = \d+\.\d:\d+\.\d -> (AES|TEA) is \d+\.\dx faster "
-                     r"\[\d+\.\d, \d+\.\d\]", out, re.M)
+    assert re.search(r"^# TEA:AES = \d+\.\d:\d+\.\d KB/ms, the rows' medians \(quotient "
+                     r"\d+\.\dx\) -> (AES|TEA) is \d+\.\dx faster \[\d+\.\d, \d+\.\d\], the "
+                     r"paired median ratio", out, re.M)
     assert "# Machine: " in out and "OpenSSL" in out
 
 
