@@ -14,7 +14,19 @@ samples as NumPy arrays and the machine they were taken on.
 import inspect as _inspect
 from typing import Any, Literal, overload
 
-from . import _core, _names, _options, _pybackends
+try:
+    from . import _core
+except ImportError as _e:  # not "circular import": say that the C extension is not built
+    import os as _os
+
+    _here = _os.path.dirname(_os.path.abspath(__file__))
+    if not any(n.startswith("_core.") and n.endswith((".so", ".pyd")) for n in _os.listdir(_here)):
+        raise ImportError(
+            f"pycipherbench's C extension (_core) is not built in {_here}: this is a source "
+            "checkout. Build it in place (python setup.py build_ext --inplace) or install the "
+            "package (pip install .), and import it from outside the checkout") from None
+    raise
+from . import _names, _options, _pybackends
 
 # The store options are declared once, in _options; the C parser takes them from there. (_core
 # imports no Python module: the package hands the table over.)

@@ -101,6 +101,21 @@ class Comparison:
             columns.append((name, dtype, [getattr(r, name) for r in self.rows]))
         return structured_array(columns, len(self.rows))
 
+    def _note_lines(self) -> list[str]:
+        """Each distinct note once, naming the rows it is about."""
+        rows: dict[str, list[str]] = {}
+        for r in self.rows:
+            if r.note:
+                rows.setdefault(r.note, []).append(
+                    " ".join(f"{k}={format_cell(v)}" for k, v in r.params.items()) or "the point")
+        out = []
+        for note, labels in sorted(rows.items()):
+            which = ("every row" if len(labels) == len(self.rows) > 1 else
+                     "; ".join(labels[:4]) + (f"; and {len(labels) - 4} more" if len(labels) > 4
+                                              else ""))
+            out.append(f"{note} ({which})")
+        return out
+
     def table(self) -> str:
         """The comparison as an aligned text table (what ``pycipherbench compare`` prints)."""
         names = self.param_names
@@ -115,8 +130,7 @@ class Comparison:
                      f"guarded against drift within a run: pycipherbench.stats.compare_rounds)")
         if not self.rows:
             lines = [f"no matched points: {self.unmatched_reason()}"]
-        notes = sorted({r.note for r in self.rows if r.note})
-        lines += notes
+        lines += self._note_lines()
         if self.unmatched or self.unmatched_baseline:
             lines.append(f"unmatched points: {len(self.unmatched)} only here, "
                          f"{len(self.unmatched_baseline)} only in the baseline")
@@ -287,6 +301,17 @@ def _check_sides(results: Results, numerator: dict[str, Any], denominator: dict[
                          "a ratio compares points that differ in a parameter")
 
 
+class Ratios(list):  # type: ignore[type-arg]
+    """The ratios of several pairs (a list of :class:`~pycipherbench.stats.Ratio`), shown one
+    line each with the parameters that tell the pairs apart, not as dataclass reprs."""
+
+    def __repr__(self) -> str:
+        return "\n".join(f"{r}" + (f"  ({', '.join(f'{k}={v}' for k, v in r.params.items())})"
+                                   if r.params else "") for r in self)
+
+    __str__ = __repr__
+
+
 def ratios(results: Results, numerator: dict[str, Any], denominator: dict[str, Any],
            run_to_run: float = RUN_TO_RUN) -> list[Ratio]:
     """Paired ratios (numerator / denominator, of ns per operation) of the points of one
@@ -302,7 +327,7 @@ def ratios(results: Results, numerator: dict[str, Any], denominator: dict[str, A
     varied = set(numerator) | set(denominator)
     nums = [(p, m) for p, m in results.items() if _matches(p, numerator)]
     dens = [(p, m) for p, m in results.items() if _matches(p, denominator)]
-    out: list[Ratio] = []
+    out: list[Ratio] = Ratios()
     for p, m in nums:
         rest = {k: v for k, v in p.items() if k not in varied}
         fits = [(q, d) for q, d in dens if q is not p and _pairs(results.target, p, q, varied)]

@@ -285,8 +285,8 @@ def _lines(
     if len(values) < 2:
         raise ValueError(f"this plot draws lines along {_WORDS.get(x, x)}, but every point has "
                          f"the same one ({_value_label(x, values[0])}): nothing to draw a line "
-                         "through. Sweep more values, or plot it as bars (kind seed_table or "
-                         "latency)")
+                         "through. Sweep more values, or plot it as bars (--kind "
+                         f"{'seed_table' if results.target == 'cipher' else 'latency'})")
     names = _label_names([p for p, _ in points], skip=[x], key=lambda p: p.get(x))
     ident = [n for n in names if n != "hw_aes"]
     groups: dict[tuple[str, bool], list[tuple[float, Interval]]] = {}

@@ -549,3 +549,90 @@ def test_public_names() -> None:
     assert "XChaCha20-Poly1305" in pcb.ciphers(backend="all") or not any(
         "XChaCha20-Poly1305" in b["transformations"] for b in pcb.backends() if b["available"])
     assert typing.get_type_hints(pcb.sweep)["force"] is bool
+
+
+def test_unbuilt_checkout_says_build_it(tmp_path: Path) -> None:
+    import shutil
+
+    src = Path(cli.__file__).parent
+    shutil.copytree(src, tmp_path / "pycipherbench",
+                    ignore=shutil.ignore_patterns("_core*.so", "_core*.pyd", "__pycache__"))
+    proc = subprocess.run([sys.executable, "-c", "import pycipherbench"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 1 and "circular" not in proc.stderr
+    assert "C extension (_core) is not built" in proc.stderr and "build_ext --inplace" in proc.stderr
+
+
+def test_store_inspect_help_is_its_own(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        cli.main(["store", "inspect", "--help"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: pycipherbench store inspect")
+
+
+def test_counts_agree_with_their_nouns(tmp_path: Path) -> None:
+    from pycipherbench import store
+    from pycipherbench._format import count
+
+    assert [count(n, "entry") for n in (0, 1, 2)] == ["0 entries", "1 entry", "2 entries"]
+    s = store.open(tmp_path / "p.xml", master_key_file=tmp_path / "k")
+    with s.edit() as e:
+        e.put_string("a", "b")
+    assert repr(s).endswith(": 1 entry>")
+    s.close()
+    assert "1 entry" in store.inspect(tmp_path / "p.xml").describe()
+
+
+def test_payload_cost_names_the_limit_and_only_the_run_s_kernels() -> None:
+    from pycipherbench._cost import payload_cost
+
+    with pytest.raises(pcb.PayloadCostError, match="more than the 1 GiB"):
+        payload_cost([(1 << 40, 1)], 10)
+    aes = payload_cost([(128 << 20, 1)], 10, ram=1 << 40, transformations=["AES/CTR/NoPadding"])
+    assert "3DES" not in aes and "TEA-ref" not in aes and "hardware-AES" in aes
+    slow = payload_cost([(128 << 20, 1)], 10, ram=1 << 40,
+                        transformations=["AES/CTR/NoPadding", "TEA-ref/ECB/NoPadding"])
+    assert "slowest kernels' (TEA-ref/ECB/NoPadding)" in slow
+
+
+def test_a_list_of_ratios_prints_as_lines() -> None:
+    r = cipher_results()
+    found = r.ratio({"payload": 4096}, {"payload": 16})
+    assert isinstance(found, list) and len(found) == 1 or not isinstance(found, list)
+    both = pcb.Results("cipher", [*r.params[:2], {**r.params[0], "transformation": "X"},
+                                  {**r.params[1], "transformation": "X"}],
+                       [*r.measurements[:2], *r.measurements[:2]])
+    lines = repr(both.ratio({"payload": 4096}, {"payload": 16})).splitlines()
+    assert len(lines) == 2 and all("Ratio(" not in x and "transformation=" in x for x in lines)
+
+
+def test_compare_notes_name_their_rows() -> None:
+    from synthetic import cipher
+
+    def few(shift: float) -> pcb.Results:  # 3 rounds a side: too few for a verdict
+        params = [{"transformation": "AES/GCM/NoPadding", "payload": p} for p in (16, 64)]
+        return pcb.Results("cipher", params, [cipher([100.0 * shift, 101.0, 99.0], payload=p)
+                                              for p in (16, 64)])
+
+    a, b = few(1.0), few(1.5)
+    lines = a.compare(b).table().splitlines()
+    notes = lines[next(i for i, x in enumerate(lines) if x.startswith("speedup =")) + 1:]
+    assert notes and all("every row" in x or "payload=" in x for x in notes), notes
+    with pytest.raises(ValueError, match="no point of either file has a parameter 'nosuch'"):
+        a.compare(b, ignore=["nosuch"])
+
+
+def test_backends_counts_own_kernels_apart(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["backends"]) == 0
+    out = capsys.readouterr().out
+    row = next(x for x in out.splitlines() if x.startswith("openssl"))
+    assert row.rstrip().endswith("own") and "# own: pycipherbench's TEA and XTEA" in out
+
+
+def test_plot_hint_is_a_kind_that_fits() -> None:
+    pytest.importorskip("matplotlib")
+    from pycipherbench import plot
+
+    one = pcb.Results("cipher", cipher_results().params[:1], cipher_results().measurements[:1])
+    with pytest.raises(ValueError, match="--kind seed_table"):
+        plot.PLOTS["throughput"](one)
