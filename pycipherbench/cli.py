@@ -469,7 +469,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
         results = load_results(args.results)
         kind = plot.choose_plot(results) if args.kind == "auto" else args.kind
         fig = plot.PLOTS[kind](results)
-        write_atomic(args.output, lambda f: fig.savefig(f, format=fmt, dpi=args.dpi), binary=True)
+        write_atomic(args.output, lambda f: fig.savefig(f, format=fmt, dpi=args.dpi,
+                                                        bbox_inches="tight"),  # no clipped labels
+                     binary=True)
     except (OSError, ValueError, ImportError) as e:
         return _fail("plot", e)
     print(f"# {kind} plot of {os.fspath(args.results)} written to {os.fspath(args.output)}")

@@ -337,13 +337,17 @@ def format_designs(records: Sequence[DesignMeasurement], budget_ms: float | None
             r = "-" if base is None or m is base else _ratio(m, base)
             ratio = "1 (baseline)" if m is base else (r if isinstance(r, str) else
                                                       f"{r.estimate:.2f}x [{r.low:.2f}, {r.high:.2f}]")
-            row = [m.design, _ms(m.median), f"[{_ms(low)}, {_ms(high)}]", ratio,
+            row = [m.design, _ms(m.median),
+                   f"[{_ms(low)}, {_ms(high)}]" if m.n_rounds > 1 else "none (1 round)", ratio,
                    "-" if m.durable_median is None else _ms(m.durable_median)]
             if budget_ms is not None:
                 row.append("yes" if high <= budget_ms * 1e6 else
                            "median only" if m.median <= budget_ms * 1e6 else "no")
             rows.append(row)
-        head = ["design", "blocked", "95% interval", "vs plain (paired)", "durable"]
+        # the interval's coverage, from the rounds (3 rounds: 75%; 1 round: none)
+        levels = {m.ci_words.split(":")[0] for m in group}
+        head = ["design", "blocked", levels.pop() if len(levels) == 1 else "interval",
+                "vs plain (paired)", "durable"]
         if budget_ms is not None:
             head.append(f"fits {budget_ms:g} ms")
         lines.append(format_table(head, rows))

@@ -190,6 +190,16 @@ def _point_label(params: dict[str, Any], names: Sequence[str]) -> str:
     return ", ".join(_value_label(n, params[n]) for n in names if n in params) or "all points"
 
 
+def _titled(title: str, points: Sequence[dict[str, Any]], skip: Sequence[str] = ()) -> str:
+    """``title`` and what every point has alike (the one transformation of the plot, its
+    op...): no label names those, so the title does."""
+    names = [n for n in param_names(points) if n not in RUN_SETTINGS and n not in skip
+             and all(n in p for p in points)
+             and len({(type(p[n]).__name__, p[n]) for p in points}) == 1]
+    common = _point_label(points[0], names) if points and names else ""
+    return f"{title}\n({common})" if common and common not in title else title
+
+
 def _label_names(points: Sequence[dict[str, Any]], skip: Sequence[str] = (),
                  key: Callable[[dict[str, Any]], Any] = lambda p: None) -> list[str]:
     """The parameters a label needs to tell ``points`` apart: those that take more than one
@@ -333,7 +343,7 @@ def _lines(
         ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set_title(_titled(title, [p for p, _ in points], skip=[x]))
     ax.grid(True, which="major", alpha=0.3)
     _legend_below(ax, len(groups), ncol)
     return fig
@@ -465,7 +475,8 @@ def _bar_chart(
     _bars(ax, categories, {s: series[s] for s in order})
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set_title(_titled(title, [p for p, _ in points],
+                         skip=[series_param] if series_param else []))
     _legend_right(ax, len(series))
     return fig
 

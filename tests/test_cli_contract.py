@@ -636,3 +636,26 @@ def test_plot_hint_is_a_kind_that_fits() -> None:
     one = pcb.Results("cipher", cipher_results().params[:1], cipher_results().measurements[:1])
     with pytest.raises(ValueError, match="--kind seed_table"):
         plot.PLOTS["throughput"](one)
+
+
+@pytest.mark.parametrize("repeats,words", [(1, "no interval"), (3, "75% interval")])
+def test_designs_header_says_the_real_coverage(repeats: int, words: str, tmp_path: Path) -> None:
+    from pycipherbench import designs
+
+    recs, _ = designs.run(["plain", "esp"], cases=[{"cold": False}], repeats=repeats,
+                          min_time=0.0, n_entries=10, n_reads=4, directory=str(tmp_path))
+    text = designs.format_designs(recs)
+    head = next(x for x in text.splitlines() if x.startswith("design"))
+    assert words in head and "95%" not in head
+    if repeats == 1:
+        assert "none (1 round)" in text
+
+
+def test_plot_title_names_what_every_point_shares() -> None:
+    pytest.importorskip("matplotlib")
+    from pycipherbench import plot
+
+    r = cipher_results()
+    gcm = pcb.Results("cipher", r.params[:2], r.measurements[:2])
+    fig = plot.PLOTS["throughput"](gcm)
+    assert "AES/GCM" in fig.axes[0].get_title()
