@@ -659,3 +659,77 @@ def test_plot_title_names_what_every_point_shares() -> None:
     gcm = pcb.Results("cipher", r.params[:2], r.measurements[:2])
     fig = plot.PLOTS["throughput"](gcm)
     assert "AES/GCM" in fig.axes[0].get_title()
+
+
+def test_designs_say_why_sqlcipher_rows_are_absent(monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    from pycipherbench import designs, engines
+    from pycipherbench.experiments import run_store_designs
+
+    real = designs.run
+
+    def tiny(designs_: Any = None, **kw: Any) -> Any:
+        return real(["plain", "esp"], cases=[{"cold": False}], repeats=1, min_time=0.0,
+                    n_entries=10, n_reads=4, directory=str(tmp_path))
+
+    monkeypatch.setattr(designs, "run", tiny)
+    monkeypatch.setattr(engines, "cipher_version", lambda: None)
+    text, interrupted = run_store_designs(True, 900.0, progress=False)
+    assert not interrupted
+    assert "No sqlcipher, sqlite rows: SQLCipher 4's Python binding (sqlcipher3) is not " \
+           "installed" in text and "pycipherbench[peers]" in text
+
+
+def test_store_designs_interrupted_exits_like_the_others(tmp_path: Path) -> None:
+    from pycipherbench._hwaes import python_command
+
+    proc = subprocess.Popen(python_command("pycipherbench.cli", "store", "--designs",
+                                           "--no-progress", "--directory", str(tmp_path)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()  # after round 1 of 10: how long the run will take
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, first + err
+    assert "Interrupted after" in out or "no figures" in err
+
+
+def _fake_backend_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from synthetic import cipher
+
+    from pycipherbench._rounds import RunInfo
+
+    def run_plans(plans: Any, repeats: int, **kw: Any) -> Any:
+        return ([cipher([100.0, 101.0, 99.0], hw_aes=False, hw_mask="OPENSSL_ia32cap=~0x2")
+                 for _ in plans], RunInfo(rounds=3, interrupted=False, loadavg=None, seed=0))
+
+    monkeypatch.setattr(rounds_mod, "run_plans", run_plans)
+
+
+def test_backends_table_says_why_cells_are_empty(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    names = {b["name"] for b in pcb.backends() if b["available"]}
+    if "sodium" not in names:
+        pytest.skip("needs libsodium compiled in")
+    _fake_backend_run(monkeypatch)
+    assert cli.main(["speed", "--quick", "--payload", "4096", "--backend",
+                     "openssl,sodium,openssl", "--no-hw-aes"]) == 0
+    out = capsys.readouterr().out
+    head = next(x for x in out.splitlines() if x.startswith("transformation"))
+    assert head.split() == ["transformation", "op", "openssl", "sodium"]  # one column each
+    chacha = next(x for x in out.splitlines() if x.startswith("ChaCha20-Poly1305"))
+    assert chacha.split()[-1] == "off"
+    assert "off: not measured, as --no-hw-aes hides the AES instructions from OpenSSL only" in out
+    assert "# Hardware AES: OFF for OpenSSL" in out
+
+
+def test_measure_refuses_the_internal_warmup_sentinel() -> None:
+    for warmup in (-1, -1.0, -5):
+        with pytest.raises(ValueError, match="warmup must be in"):
+            pcb.measure("AES/CTR/NoPadding", payload=16, warmup=warmup)
+        with pytest.raises(ValueError, match="warmup must be in"):
+            pcb.store.bench("get", n_keys=10, warmup=warmup)
