@@ -325,10 +325,18 @@ def _lines(
         ax.errorbar(xs, [v[0] for v in iv], yerr=_errors(iv), color=color, linestyle=dash,
                     marker=marker, markersize=4, markerfacecolor="white" if off else color,
                     linewidth=1.3, elinewidth=0.8, capsize=2, label=labels[(kind, off)])
-    for label, level in flat.items():
+    side, previous = 0, None
+    for label, level in sorted(flat.items(), key=lambda kv: kv[1]):
         ax.axhline(level, linestyle=":", linewidth=1, color="gray")
-        ax.annotate(label, (0.99, level), xycoords=("axes fraction", "data"), ha="right",
+        # a level within 25% of the previous one: its label at the other end of the line,
+        # so that two references (TEA at 16 and 32 rounds) do not print over each other
+        close = (previous is not None and previous > 0 and level > 0
+                 and abs(math.log(level / previous)) < math.log(1.25))
+        side = 1 - side if close else 0
+        ax.annotate(label, (0.01, level) if side else (0.99, level),
+                    xycoords=("axes fraction", "data"), ha="left" if side else "right",
                     va="bottom", fontsize=7, color="gray")
+        previous = level
     if logx:
         ax.set_xscale("log", base=base)
     if logy:

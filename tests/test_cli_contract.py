@@ -733,3 +733,18 @@ def test_measure_refuses_the_internal_warmup_sentinel() -> None:
             pcb.measure("AES/CTR/NoPadding", payload=16, warmup=warmup)
         with pytest.raises(ValueError, match="warmup must be in"):
             pcb.store.bench("get", n_keys=10, warmup=warmup)
+
+
+def test_close_reference_labels_do_not_overlap() -> None:
+    pytest.importorskip("matplotlib")
+    from synthetic import TEA, cipher
+
+    from pycipherbench import plot
+
+    params = [{"transformation": TEA, "payload": 16, "rounds": r} for r in (8, 16)] + [
+        {"transformation": t, "payload": 16} for t in ("AES/GCM/NoPadding", "AES/CTR/NoPadding")]
+    ms = [cipher([v, v + 1, v - 1], transformation=p["transformation"], rounds=p.get("rounds"))
+          for p, v in zip(params, (400.0, 800.0, 100.0, 105.0))]
+    fig = plot.PLOTS["rounds"](pcb.Results("cipher", params, ms))
+    refs = [t for t in fig.axes[0].texts if "AES" in t.get_text()]
+    assert len(refs) == 2 and len({t.get_position()[0] for t in refs}) == 2
