@@ -193,11 +193,16 @@ def _point_label(params: dict[str, Any], names: Sequence[str]) -> str:
 def _titled(title: str, points: Sequence[dict[str, Any]], skip: Sequence[str] = ()) -> str:
     """``title`` and what every point has alike (the one transformation of the plot, its
     op...): no label names those, so the title does."""
+    from .sweep import _signature
+
+    defaults = {**_signature("store"), **_signature("cipher")}
     names = [n for n in param_names(points) if n not in RUN_SETTINGS and n not in skip
              and all(n in p for p in points)
-             and len({(type(p[n]).__name__, p[n]) for p in points}) == 1]
+             and len({(type(p[n]).__name__, p[n]) for p in points}) == 1
+             and _value_label(n, points[0][n]) not in title  # said already
+             and not (n in defaults and points[0][n] == defaults[n])]  # the default: unsaid
     common = _point_label(points[0], names) if points and names else ""
-    return f"{title}\n({common})" if common and common not in title else title
+    return f"{title}\n({common})" if common else title
 
 
 def _label_names(points: Sequence[dict[str, Any]], skip: Sequence[str] = (),
