@@ -294,7 +294,7 @@ def _check_sides(results: Results, numerator: dict[str, Any], denominator: dict[
                 raise ValueError(
                     f"{k} is given for the {side} only, but the {other_side} points have it too: "
                     f"numerator and denominator must differ in the same parameters (give the "
-                    f"{other_side} a {k} as well, e.g. {k}={mine[k]!r} to hold it equal)")
+                    f"{other_side} {k}= as well; {k}={mine[k]!r} on both sides holds it equal)")
     if numerator.keys() == denominator.keys() and all(
             same_value(v, denominator[k]) for k, v in numerator.items()):
         raise ValueError(f"numerator and denominator name the same points ({numerator}): "
