@@ -42,7 +42,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from . import _core
-from ._interrupt import rounds_over
+from ._interrupt import interrupt_words, rounds_over
 from ._progress import progress as progress_bar
 
 #: Default rounds: ten give a 95% interval of the median between the 2nd and
@@ -379,11 +379,11 @@ def record_fields(data: PointData, run: RunInfo, *, repeats: int) -> dict[str, A
     tsc = a["tsc_samples"] if _core.TSC_AVAILABLE and len(a["tsc_samples"]) else None
     notes: list[str] = []
     if run.partial:
-        notes.append("a single sample: Ctrl-C came before the first round finished, so there "
-                     "is no interval and nothing to pair")
+        notes.append(f"a single sample: {interrupt_words()} came before the first round "
+                     "finished, so there is no interval and nothing to pair")
     elif run.interrupted:
-        notes.append(f"interrupted (Ctrl-C) after {run.rounds} of {repeats} rounds: the interval "
-                     "is wider, and pairings fewer, than a full run's")
+        notes.append(f"interrupted ({interrupt_words()}) after {run.rounds} of {repeats} rounds: "
+                     "the interval is wider, and pairings fewer, than a full run's")
     if run.rounds and not run.partial:
         notes += instability_warnings(
             rounds_ns=a["samples"], cpu_ns=a["cpu_fraction"], wall_ns=np.ones(run.rounds),

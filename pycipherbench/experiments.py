@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ._interrupt import interrupt_words
 from ._format import format_ns, format_size_compact, format_table
 from ._measure import Measurement, Op, plan
 from ._params import point_key
@@ -138,22 +139,23 @@ def _rounds_words(results: Sequence[Record]) -> str:
 
     n = results[0].n_rounds
     if n < 2:
-        return ("Single samples (Ctrl-C came before the first round finished): no interval, "
-                "no ratio")
+        return (f"Single samples ({interrupt_words()} came before the first round finished): "
+                "no interval, no ratio")
     return (f"Median of {n} rounds (every row sampled once per round, rows interleaved), "
             f"[{interval_words(n)}]")
 
 
 def warning_lines(records: Sequence[Record], limit: int = 6, noun: str = "rows",
-                  where: str = "--json") -> list[str]:
+                  where: str | None = None) -> list[str]:
     """'# WARNING ...' lines: each distinct warning once, with how many rows carry it
     (what :attr:`Results.warnings` says, for a plain list of records too); ``noun``: what
     one record is in the table printed ("cells" where a row holds several); ``where``:
-    the flag of the file that holds the rest."""
+    the flag of the file that holds the rest (None: say that --json saves them)."""
     found = summarize_warnings([m.warnings for m in records], noun=noun)
     out = [f"# WARNING {w}" for w in found[:limit]]
     if len(found) > limit:
-        out.append(f"# ... and {len(found) - limit} more distinct warning{'' if len(found) - limit == 1 else 's'} (in the {where} file)")
+        out.append(f"# ... and {len(found) - limit} more distinct warning{'' if len(found) - limit == 1 else 's'} "
+                   + (f"(in the {where} file)" if where else "(--json saves every one)"))
     return out
 
 

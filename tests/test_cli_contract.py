@@ -748,3 +748,31 @@ def test_close_reference_labels_do_not_overlap() -> None:
     fig = plot.PLOTS["rounds"](pcb.Results("cipher", params, ms))
     refs = [t for t in fig.axes[0].texts if "AES" in t.get_text()]
     assert len(refs) == 2 and len({t.get_position()[0] for t in refs}) == 2
+
+
+def test_compare_and_ratio_print_what_the_api_returns(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    cipher_results().save(a)
+    cipher_results(shift=1.2, seed=1).save(b)
+    assert cli.main(["compare", str(a), str(b), "--ignore", "hw_aes", "--alpha", "0.01"]) == 0
+    api = pcb.load_results(b).compare(pcb.load_results(a), ignore=["hw_aes"], alpha=0.01)
+    assert api.table() in capsys.readouterr().out
+    assert cli.main(["ratio", str(a), "--num", "payload=4096", "--den", "payload=16"]) == 0
+    found = pcb.load_results(a).ratio({"payload": 4096}, {"payload": 16})
+    out = capsys.readouterr().out
+    assert all(str(r) in out for r in (found if isinstance(found, list) else [found]))
+
+
+def test_speed_sigterm_exits_143(tmp_path: Path) -> None:
+    proc = _spawn(["speed", "--quick", "--payload", "4096"], dict(os.environ))
+    try:
+        assert proc.stderr is not None
+        proc.stderr.readline()  # the progress bar's first line: the rounds have begun
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert "SIGTERM" in out + err and "Traceback" not in err
