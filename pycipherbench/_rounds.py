@@ -309,6 +309,7 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
     rng = random.Random(seed)
     run_id = secrets.token_hex(4)  # one id for the run's records, also those built per round
     done, interrupted, prepared = 0, False, False
+    canary: float | None = None  # the latest round's (None: no round began its canary yet)
     try:
         n_canary = _canary_iterations(points)
         try:
@@ -341,6 +342,8 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
                         _say_how_long(time.monotonic() - t0, rounds, desc)
             except KeyboardInterrupt:
                 interrupted = True
+                if done == 0 and canary is None:  # stopped in round 1's first canary
+                    canary = _canary(n_canary)
                 for p in points:  # points this round did not reach yet
                     single = getattr(p, "single_sample", None)
                     if single is not None and done == 0:
