@@ -70,19 +70,21 @@ def decrypt(*args: Any, **kwargs: Any) -> bytes:
 
 
 @overload
-def ciphers(*, aliases: Literal[False] = False, backend: str = "openssl") -> list[str]: ...
+def ciphers(*, aliases: Literal[False] = False, backend: str = "all") -> list[str]: ...
 @overload
-def ciphers(*, aliases: Literal[True], backend: str = "openssl") -> dict[str, str]: ...
+def ciphers(*, aliases: Literal[True], backend: str = "all") -> dict[str, str]: ...
 @overload
-def ciphers(*, aliases: bool, backend: str = "openssl") -> list[str] | dict[str, str]: ...
+def ciphers(*, aliases: bool, backend: str = "all") -> list[str] | dict[str, str]: ...
 
 
-def ciphers(*args: Any, aliases: bool = False, backend: str = "openssl") -> list[str] | dict[str, str]:
-    """Canonical names of every transformation OpenSSL runs in this build.
+def ciphers(*args: Any, aliases: bool = False, backend: str = "all") -> list[str] | dict[str, str]:
+    """Canonical names of every transformation this build and the Python libraries
+    installed run: OpenSSL's (with the package's own TEA/XTEA kernels), then any other an
+    available backend runs (XChaCha20-Poly1305 with libsodium or PyNaCl: measure it with
+    that ``backend=``, as the error of the default backend says).
 
-    ``backend``: another library's (a name of :func:`backends`), or ``"all"``: OpenSSL's,
-    then every other transformation an available backend runs (XChaCha20-Poly1305 with
-    libsodium or PyNaCl; measure it with that ``backend=``).
+    ``backend``: one library's (a name of :func:`backends`; ``"openssl"``: what
+    ``measure()`` runs by default).
 
     ``aliases=True``: a dict from every other accepted spelling to the name it stands
     for (``'AES/CBC/PKCS7Padding'`` -> ``'AES/CBC/PKCS5Padding'``, ``'3DES/...'`` and
