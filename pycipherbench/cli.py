@@ -404,6 +404,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except (ValueError, TypeError, ImportError) as e:
         return _fail("sweep", e)
     print(results.table())
+    hw = {m.hw_aes for m in results.measurements}
+    state = "on" if hw == {True} else "OFF" if hw == {False} else "on or off (the hw_aes column)"
+    print(f"# Hardware AES: {state}" if hw else "# No points.")
     if any(m.warnings for m in results.measurements):
         print("# !: the row has warnings, listed below")
     for line in warning_lines(results.measurements, where="--out"):

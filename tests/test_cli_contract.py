@@ -368,6 +368,7 @@ def test_dash_is_standard_output(tmp_path: Path, capsys: pytest.CaptureFixture[s
     out, err = capsys.readouterr()
     assert rc == 0 and json.loads(out)["points"][0]["params"]["payload"] == 16
     assert "median/op" in err and not (tmp_path / "-").exists() and not Path("-").exists()
+    assert "# Hardware AES: on" in err  # the table says it
     assert cli.main(["sweep", "--param", "transformation=AES/CTR/NoPadding", "--out", "-",
                      "--resume"]) == 2
 
