@@ -410,6 +410,23 @@ def _spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
                             stderr=subprocess.PIPE, text=True, env=env)
 
 
+def signal_when(proc: subprocess.Popen[str], ready: Any, sig: int) -> tuple[str, str]:
+    """Wait (up to 5 min) until ``ready()`` or the child's end, send ``sig``, and return its
+    output; the child is killed if it hangs. No timing is asserted."""
+    import time
+
+    try:
+        for _ in range(3000):
+            if ready() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        proc.send_signal(sig)
+        return proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
 @pytest.mark.parametrize("sig,status", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_sigterm_sighup_keep_rounds_and_clean_up(sig: int, status: int, tmp_path: Path) -> None:
     tmp = tmp_path / "tmpdir"
@@ -419,20 +436,7 @@ def test_sigterm_sighup_keep_rounds_and_clean_up(sig: int, status: int, tmp_path
     proc = _spawn(["sweep", "--target", "store", "--param", "workload=put,get",
                    "--param", "n_keys=50", "--repeats", "100000", "--min-time", "0.002",
                    "--warmup", "0", "--no-progress", "--out", str(out)], env)
-    try:
-        for _ in range(600):  # until a round is on disk
-            if out.exists():
-                break
-            if proc.poll() is not None:
-                break
-            import time
-            time.sleep(0.1)
-        assert out.exists(), proc.communicate(timeout=60)
-        proc.send_signal(sig)
-        stdout, stderr = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    _, stderr = signal_when(proc, out.exists, sig)  # once a round is on disk
     assert proc.returncode == status, stderr
     assert signal.Signals(sig).name in stderr
     saved = pcb.load_results(out)
@@ -685,23 +689,10 @@ def test_designs_say_why_sqlcipher_rows_are_absent(monkeypatch: pytest.MonkeyPat
 
 
 def test_store_designs_interrupted_exits_like_the_others(tmp_path: Path) -> None:
-    from pycipherbench._hwaes import python_command
-
-    proc = subprocess.Popen(python_command("pycipherbench.cli", "store", "--designs",
-                                           "--no-progress", "--directory", str(tmp_path)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        import time
-
-        for _ in range(3000):  # until its stores are being built: the run has begun
-            if any(tmp_path.iterdir()) or proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    proc = _spawn(["store", "--designs", "--no-progress", "--directory", str(tmp_path)],
+                  dict(os.environ))
+    # once its stores are being built: the run has begun
+    out, err = signal_when(proc, lambda: any(tmp_path.iterdir()), signal.SIGINT)
     assert proc.returncode == 130, err
     assert "Interrupted after" in out or "no figures" in err
 
@@ -774,13 +765,8 @@ def test_compare_and_ratio_print_what_the_api_returns(tmp_path: Path,
 
 def test_speed_sigterm_exits_143(tmp_path: Path) -> None:
     proc = _spawn(["speed", "--quick", "--payload", "4096"], dict(os.environ))
-    try:
-        assert proc.stderr is not None
-        proc.stderr.readline()  # the progress bar's first line: the rounds have begun
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    assert proc.stderr is not None
+    proc.stderr.readline()  # the progress bar's first line: the rounds have begun
+    out, err = signal_when(proc, lambda: True, signal.SIGTERM)
     assert proc.returncode == 143, err
     assert "SIGTERM" in out + err and "Traceback" not in err
