@@ -153,6 +153,20 @@ def release_output(path: PathLike) -> None:
             os.unlink(lock)
 
 
+@contextlib.contextmanager
+def claims_released() -> Iterator[None]:
+    """Claims taken in the block are released at its end (a command's files, in a process
+    that runs more than one command: tests, notebooks)."""
+    before = set(_held)
+    try:
+        yield
+    finally:
+        for lock in set(_held) - before:
+            del _held[lock]
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
+
+
 def _release_all() -> None:
     for lock in list(_held):
         with contextlib.suppress(OSError):

@@ -13,8 +13,8 @@ from ._machine import machine
 from ._cost import PayloadCostError, PayloadCostWarning
 from ._format import format_size_compact, format_table
 from ._interrupt import SaveGuard, interrupt_words
-from ._output import (STDOUT, OutputError, check_output, write_atomic, write_json_atomic,
-                      write_text_atomic)
+from ._output import (STDOUT, OutputError, check_output, claims_released, write_atomic,
+                      write_json_atomic, write_text_atomic)
 from .experiments import (QUICK_NOTE, SPEED_GROUPS, SPEED_TIMING, STORE_TIMING, format_speed,
                           format_store, machine_line, run_speed, store_points, warning_lines)
 
@@ -819,7 +819,7 @@ def main(argv: list[str] | None = None) -> int:
     # --json - / --out -: standard output holds the JSON only, so the tables go to stderr
     quiet = (contextlib.redirect_stdout(sys.stderr) if _json_destination(args) == STDOUT
              else contextlib.nullcontext())
-    with TerminateAsInterrupt() as signals, quiet:
+    with TerminateAsInterrupt() as signals, quiet, claims_released():
         try:
             rc = int(args.func(args))
         except KeyboardInterrupt:  # where nothing was left to keep: one line, no traceback

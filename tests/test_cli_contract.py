@@ -770,3 +770,19 @@ def test_speed_sigterm_exits_143(tmp_path: Path) -> None:
     out, err = signal_when(proc, lambda: True, signal.SIGTERM)
     assert proc.returncode == 143, err
     assert "SIGTERM" in out + err and "Traceback" not in err
+
+
+def test_a_command_leaves_no_lock_behind(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                         ) -> None:
+    out = tmp_path / "r.json"
+    assert cli.main(["sweep", "--param", "transformation=AES/CTR/NoPadding", "--param",
+                     "payload=16", "--repeats", "2", "--min-time", "0.001", "--warmup", "0",
+                     "--no-progress", "--out", str(out)]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+    assert out.stat().st_mode & 0o777 == 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
