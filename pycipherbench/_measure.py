@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from . import _core, _names
+from . import _core, _names, _options
 from ._cost import PayloadCostWarning, payload_cost
 from ._format import format_size
 from ._record import Record, TableColumn
@@ -170,7 +170,7 @@ def plan(
     if not isinstance(hw_aes, bool):
         raise TypeError(f"hw_aes must be a bool, not {type(hw_aes).__name__}")
     check_kernel(transformation, **args)
-    warm = -1.0 if warmup is None else warmup
+    warm = _options.warmup_value(warmup)
     _core.check_timing(min_time, repeats, warm)
     if not hw_aes and args.get("backend", "openssl") != "openssl":
         raise ValueError(f"hw_aes=False hides the AES instructions from OpenSSL only; backend "
@@ -252,7 +252,9 @@ def measure(
     least time the run takes, and is refused when its buffers exceed half the RAM.
     """
     if type(payload) is int and type(threads) is int and type(repeats) is int:
-        note = payload_cost([(payload, threads)], repeats, what="payload")
+        note = payload_cost([(payload, threads)], repeats, what="payload",
+                            transformations=[transformation] if isinstance(transformation, str)
+                            else None)
         if note:
             warnings.warn(note, PayloadCostWarning, stacklevel=2)
     with Workers() as workers:

@@ -352,7 +352,8 @@ def _design_table(group: Sequence[DesignMeasurement], base: DesignMeasurement | 
         r = "-" if base is None or m is base else _ratio(m, base)
         ratio = "1 (baseline)" if m is base else (r if isinstance(r, str) else
                                                   f"{r.estimate:.2f}x [{r.low:.2f}, {r.high:.2f}]")
-        row = [m.design, _ms(m.median), f"[{_ms(low)}, {_ms(high)}]", ratio]
+        row = [m.design, _ms(m.median),
+               f"[{_ms(low)}, {_ms(high)}]" if m.n_rounds > 1 else "none (1 round)", ratio]
         if durable_ci:
             row += _durable_cells(m, base)
         elif durable:
@@ -362,7 +363,8 @@ def _design_table(group: Sequence[DesignMeasurement], base: DesignMeasurement | 
                        "median only" if m.median <= budget_ms * 1e6 else "no")
         rows.append(row)
     worst = min(group, key=lambda m: m.ci_level)  # the coverage the column really has
-    cover = "95% interval" if worst.ci_level >= 0.95 else f"{worst.ci_level:.0%} interval*"
+    cover = ("no interval" if worst.n_rounds <= 1 else "95% interval" if worst.ci_level >= 0.95
+             else f"{worst.ci_level:.0%} interval*")
     head = ["design", "blocked", cover, "vs plain (paired)"]
     if durable_ci:
         head += ["durable", "interval", "durable vs plain"]

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, TypedDict, cast
 import numpy as np
 
 from . import _core, _options, engines
-from ._format import format_ns
+from ._format import count, format_ns
 from ._options import Engine, KeyEncryption, Layout, Level, PathLike, ValueEncryption, ValueType, Workload
 from ._record import Record, TableColumn
 from ._rounds import (DEFAULT_ROUNDS, Plan, PointData, RunInfo, StorePoint, Workers,
@@ -144,13 +144,13 @@ class StoreMeasurement(Record):
         hw = "" if self.hw_aes else ", hw AES off"
         if self.engine != "esp" or self.level != "c":
             ver = f" {self.engine_version}" if self.engine_version else ""
-            return (f"{self.workload} ({kind} {self.engine}{ver} store, {self.params['n_keys']} "
-                    f"entries, timed at the Python call)")
+            return (f"{self.workload} ({kind} {self.engine}{ver} store, "
+                    f"{count(self.params['n_keys'], 'entry')}, timed at the Python call)")
         ran = ""
         if self.crypto and set(self.crypto.values()) != {"none"}:
             ran = (f", {self.crypto['values']}" if self.crypto["names"] in (self.crypto["values"], "none")
                    else f", names on {self.crypto['names']}, values on {self.crypto['values']}")
-        return f"{self.workload} ({kind} store, {self.params['n_keys']} entries{ran}{hw})"
+        return f"{self.workload} ({kind} store, {count(self.params['n_keys'], 'entry')}{ran}{hw})"
 
     @classmethod
     def _from_rounds(cls, data: PointData, run: RunInfo, *, params: StoreParams, min_time: float,
@@ -239,7 +239,7 @@ def plan_bench(
         from ._names import explain_workload_error
 
         raise explain_workload_error(e, workload) from None
-    warm = -1.0 if warmup is None else warmup
+    warm = _options.warmup_value(warmup)
     _core.check_timing(min_time, repeats, warm)
     if directory is not None and not os.path.isdir(directory):
         raise NotADirectoryError(f"directory={os.fspath(directory)!r} is not an existing directory")
