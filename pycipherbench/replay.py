@@ -35,6 +35,7 @@ length); names are then anonymized.
 from __future__ import annotations
 
 import base64
+import difflib
 import functools
 import math
 import os
@@ -44,6 +45,7 @@ import shutil
 import struct
 import tempfile
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -268,6 +270,13 @@ def make_workload(prefs: Prefs, *, reads: str | Sequence[str] = "all",
     else:
         if sized:
             raise ValueError("an ESP file read without its key has no names to read by: reads='all'")
+        unknown = [n for n in reads if n not in originals]
+        if unknown:  # an app may read names it never set; a typo reads the same way: say so
+            near = {n: difflib.get_close_matches(n, originals, n=1) for n in unknown}
+            warnings.warn(f"reads: {len(unknown)} name(s) not in {prefs.path}, read as never set: "
+                          + ", ".join(f"{n!r}" + (f" (nearest in the file: {near[n][0]!r})"
+                                                  if near[n] else "") for n in unknown),
+                          stacklevel=2)
         read_names = [renamed.get(n) or (_fresh_name(rng, len(n), entries, originals) if anonymize
                                          else n) for n in reads]
     missing = sum(1 for n in read_names if n not in entries)

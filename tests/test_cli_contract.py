@@ -234,11 +234,16 @@ EDGE_OK = {("sweep", "--seed"), ("store", "--seed")}  # any seed orders the roun
 VALID = {"--param": "transformation=AES/CTR/NoPadding", "--json": "FILE", "--out": "FILE",
          "--output": "IMG", "--backend": "openssl", "--directory": "DIR", "--ignore": "hw_aes",
          "--num": "payload=4096", "--den": "payload=16", "--alpha": "0.05", "--dpi": "50",
-         "--payload": "4096", "--budget": "900"}
+         "--payload": "4096", "--budget": "900", "--from": "PREFS", "--reads": "all",
+         "--sensitive": "token|secret"}
 INVALID = {"--param": "payload=16,,256", "--backend": "opensssl", "--ignore": "nosuch",
            "--num": "payload=x", "--den": "hw_aes=maybe", "--alpha": "2", "--dpi": "0",
            "--json": "/dev/null", "--out": "/dev/null", "--output": "/dev/null",
-           "--directory": "/nonexistent-dir-pcb"}
+           "--directory": "/nonexistent-dir-pcb", "--from": "/nonexistent-dir-pcb/prefs.xml",
+           "--reads": ",", "--sensitive": "(unclosed"}
+#: store's flags that go with --from PREFS.xml (issue 29), and the sample file they replay.
+REPLAY_FLAGS = ("--reads", "--sensitive", "--master-key-file")
+SAMPLE_PREFS = Path(__file__).resolve().parent / "data" / "prefs" / "sample_app_prefs.xml"
 
 
 def walk_flags() -> list[tuple[str, str]]:
@@ -255,6 +260,8 @@ def test_every_flag_valid_invalid_edge(cmd: str, flag: str, tmp_path: Path, resu
     base = required_argv(cmd, sub, results_file, tmp_path)
     if cmd == "store" and flag in ("--budget",):
         base.append("--designs")
+    if cmd == "store" and flag in REPLAY_FLAGS:  # they go with --from (refused without it)
+        base += ["--from", str(SAMPLE_PREFS)]
     if cmd == "sweep" and flag != "--param":
         base += ["--param", "transformation=AES/CTR/NoPadding", "--no-progress"]
     if cmd in ("speed", "store") and flag != "--quick":
@@ -262,7 +269,7 @@ def test_every_flag_valid_invalid_edge(cmd: str, flag: str, tmp_path: Path, resu
     if cmd == "store" and flag not in ("--no-progress",):
         base.append("--no-progress")
     files = {"FILE": str(tmp_path / "new.json"), "IMG": str(tmp_path / "new.png"),
-             "DIR": str(tmp_path)}
+             "DIR": str(tmp_path), "PREFS": str(SAMPLE_PREFS)}
     if action.nargs == 0:  # a switch: given, it is accepted or refused with a reason
         outcome, err = run_main([*base, flag], capsys)
         assert outcome in (WouldMeasure, 0, 2) or outcome == ("exit", 0), (outcome, err)
@@ -275,6 +282,11 @@ def test_every_flag_valid_invalid_edge(cmd: str, flag: str, tmp_path: Path, resu
     if flag in argv:  # a required flag under test: replace its value
         i = argv.index(flag)
         del argv[i:i + 2]
+    if flag == "--master-key-file":  # valid with an ESP file: one made here, with its key
+        valid = str(tmp_path / "esp.key")
+        with pcb.store.open(tmp_path / "esp.xml", master_key_file=valid) as s, s.edit() as e:
+            e.put_string("token", "abc")
+        argv[argv.index("--from") + 1] = str(tmp_path / "esp.xml")
     outcome, err = run_main([*argv, flag, valid], capsys)
     assert outcome in (WouldMeasure, 0), (flag, valid, outcome, err)
     invalid = INVALID.get(flag, values[1])

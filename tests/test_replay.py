@@ -272,3 +272,12 @@ def test_verdict_follows_the_data():
     assert "gives up: " in designs.replay_verdict(recs, 10)
     assert designs.replay_choice(recs, 0.01) is None
     assert designs.replay_verdict(recs, 0.01).startswith("No encrypted design fits 0.01 ms")
+
+
+def test_a_read_name_not_in_the_file_is_said_with_the_nearest():
+    """An app may read names it never set; a typo reads the same way, so the replay says
+    which names are not in the file and the nearest one that is."""
+    p = replay.read_prefs(SAMPLE)
+    with pytest.warns(UserWarning, match=r"'launch_cnt'.*nearest in the file: 'launch_count'"):
+        w = replay.make_workload(p, reads=["launch_cnt", "app_version_code"])
+    assert w.missing_reads == 1 and len(w.reads) == 2
