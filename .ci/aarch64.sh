@@ -22,13 +22,16 @@ mkdir -p "$DIR"
 T0=$(date +%s)
 
 # ---- 1. packages (Debian multiarch)
-ARM_PKGS=(qemu-user-static gcc-aarch64-linux-gnu libc6-dev:arm64 libssl-dev:arm64
-          libpython3.11-dev:arm64 libpython3.11-stdlib:arm64
-          libsodium-dev:arm64 nettle-dev:arm64 libmbedtls-dev:arm64
+# The backends' arm64 packages are csrc/crypto/backends.def's: the "multiarch" rows' -dev
+# packages through apt (OpenSSL's and Crypto++'s among them; g++ for Crypto++'s C++ shim).
+read -r -a BACKEND_ARM <<< "$(python3 csrc/crypto/backends_def.py arm64 multiarch)"
+ARM_PKGS=(qemu-user-static gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev:arm64
+          libpython3.11-dev:arm64 libpython3.11-stdlib:arm64 "${BACKEND_ARM[@]}"
           libgcrypt20:arm64 libgpg-error0:arm64)
-# (libgcrypt's and libgpg-error's -dev packages are not Multi-Arch: same in Debian 12:
-#  installing the arm64 ones would remove the amd64 ones the x86-64 build needs. Only their
-#  runtime libraries are installed; the -dev parts are unpacked privately below, 1b.)
+# (The "unpack" row, libgcrypt: its and libgpg-error's -dev packages are not Multi-Arch: same
+#  in Debian 12: installing the arm64 ones would remove the amd64 ones the x86-64 build
+#  needs. Only their runtime libraries are installed; the -dev parts are unpacked privately
+#  below, 1b.)
 missing=()
 for p in "${ARM_PKGS[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -121,7 +124,7 @@ PYTHONPATH=$DIR/sysconfig _PYTHON_HOST_PLATFORM=linux-aarch64 \
 if grep -E "warning:|error:" "$DIR/build.log"; then
     echo "aarch64: the cross build is not warning-free"; exit 1
 fi
-if grep "left out" "$DIR/build.log"; then  # all four optional backends, gcrypt included
+if grep "left out" "$DIR/build.log"; then  # every optional backend, gcrypt and Crypto++ included
     echo "aarch64: the cross build lacks a backend"; exit 1
 fi
 

@@ -3,7 +3,8 @@
 with the library's own benchmark, per-message costs with intervals, and threads scaling.
 
 Usage: python bench/bench_backends.py [--rounds N] [--quick] [--strict] [--seconds S]
-                                      [--openssl PATH] [--json FILE]
+                                      [--openssl PATH] [--json FILE] [--cryptest-seconds S]
+                                      [--only SECTION ...]
 
 A report, not a test: it prints PASS/FAIL per bar and exits 0 unless --strict.
 
@@ -25,13 +26,30 @@ A report, not a test: it prints PASS/FAIL per bar and exits 0 unless --strict.
    paired ratio to OpenSSL (Results.ratio: the backends are points of one sweep, sampled
    in the same rounds): ChaCha20-Poly1305 and AES-256-GCM (the GCM every backend has).
 3. threads=2 aggregate vs threads=1, AES-128-CTR 16 KiB stream, for every C backend
-   (paired rounds); bar >= 1.8 on a quiet 2-core machine.
+   that has it (paired rounds); bar >= 1.8 on a quiet 2-core machine.
+4. Crypto++ against its own harness (`cryptest b2 SECONDS`, Debian's libcrypto++-utils),
+   where both are here: pycipherbench-through-Crypto++ over Crypto++'s own MiB/s for
+   AES/CTR-128, AES/GCM, AES/CBC-128, TEA/CTR, XTEA/CTR, DES, 3DES and ChaCha20/Poly1305,
+   alternating (one `cryptest b2` run, then every case of ours in shuffled order, per
+   round) in one sitting; the goal is 0.9-1.1x. cryptest times ProcessString over a
+   2048-byte buffer in place, a stream: ours is stream scope at 2048 B, encryption.
+   cryptest's clock is clock(), CPU time: the goal's ratio sets ours by this thread's CPU
+   time (Measurement.cpu_fraction) beside it; the wall-time ratio is printed too.
+   Our transformations have no DES/3DES CTR (OpenSSL has none): theirs DES/CTR and
+   DES-EDE3/CTR are set beside ours DES/ECB and DESede/ECB (the block function is the
+   cost; the label says so).
+
+The backends come from pycipherbench.backends() and csrc/crypto/backends.def (the one list
+of them): a new row is benchmarked without an edit here.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
+import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -40,16 +58,33 @@ import tempfile
 
 import _checkout  # noqa: F401,E402  (the checkout's build before an installed copy)
 import pycipherbench as pcb  # noqa: E402
-from pycipherbench.stats import median_ci  # noqa: E402
+from pycipherbench.stats import median_ci, median_ci_level  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAYLOAD = 16384
 BAR_REF = 0.95
 BAR_THREADS = 1.8
-C_BACKENDS = ("openssl", "sodium", "nettle", "gcrypt", "mbedtls")
-# pkg-config name, fallback -l flags (Debian's Mbed TLS 2.x ships no .pc file)
-REF_LIBS = {"nettle": ("nettle", ["-lnettle"]), "gcrypt": ("libgcrypt", ["-lgcrypt"]),
-            "mbedtls": ("mbedcrypto", ["-lmbedcrypto"]), "sodium": ("libsodium", ["-lsodium"])}
+CRYPTOPP_GOAL = (0.9, 1.1)
+CRYPTEST_BUF = 2048  # cryptest b2's buffer (bench1.cpp: ProcessString over 2048 bytes)
+# (label, cryptest b2's row, ours: transformation, key bits)
+CRYPTEST_CASES = (
+    ("AES/CTR-128", "AES/CTR (128-bit key)", "AES/CTR/NoPadding", 128),
+    ("AES/GCM", "AES/GCM", "AES/GCM/NoPadding", 128),
+    ("AES/CBC-128", "AES/CBC (128-bit key)", "AES/CBC/NoPadding", 128),
+    ("TEA/CTR", "TEA/CTR (128-bit key)", "TEA/CTR/NoPadding", 128),
+    ("XTEA/CTR", "XTEA/CTR (128-bit key)", "XTEA/CTR/NoPadding", 128),
+    ("DES (theirs CTR, ours ECB)", "DES/CTR (64-bit key)", "DES/ECB/NoPadding", 64),
+    ("3DES (theirs CTR, ours ECB)", "DES-EDE3/CTR (192-bit key)", "DESede/ECB/NoPadding", 192),
+    ("ChaCha20/Poly1305", "ChaCha20/Poly1305 (256-bit key)", "ChaCha20-Poly1305", 256),
+)
+_spec = importlib.util.spec_from_file_location(
+    "backends_def", os.path.join(os.path.dirname(HERE), "csrc", "crypto", "backends_def.py"))
+backends_def = importlib.util.module_from_spec(_spec)
+sys.modules["backends_def"] = backends_def
+_spec.loader.exec_module(backends_def)  # type: ignore[union-attr]
+# backend_ref.c's libraries: the C rows probed by pkg-config (a C++ library has its own
+# harness: section 4), each -DREF_<ID> with its pkg-config module or its -l flags.
+REF_ROWS = {b.name: b for b in backends_def.table() if b.build == "probe"}
 
 
 class Report:
@@ -76,9 +111,12 @@ def build_ref(libs: list[str], workdir: str) -> str | None:
     cc = os.environ.get("CC", "cc")
     flags: list[str] = []
     for lib in libs:
-        pc, fallback = REF_LIBS[lib]
-        r = subprocess.run(["pkg-config", "--cflags", "--libs", pc], capture_output=True, text=True)
-        flags += [f"-DREF_{lib.upper()}", *(r.stdout.split() if r.returncode == 0 else fallback)]
+        row = REF_ROWS[lib]
+        r = subprocess.run(["pkg-config", "--cflags", "--libs", row.pkgconfig.split()[0]],
+                           capture_output=True, text=True)
+        fallback = [f"-l{x}" for x in row.libs.split()]
+        flags += [f"-D{row.define.replace('PCB_HAVE_', 'REF_')}",
+                  *(r.stdout.split() if r.returncode == 0 else fallback)]
     if not flags:
         return None
     exe = os.path.join(workdir, "backend_ref")
@@ -128,7 +166,7 @@ def bench_references(rep: Report, have: list[str], args: argparse.Namespace) -> 
         print("  (nettle-benchmark is not installed: Debian's nettle-bin does not ship it; "
               "bench/backend_ref.c stands in for every library but OpenSSL)")
     with tempfile.TemporaryDirectory() as tmp:
-        exe = build_ref([b for b in have if b != "openssl"], tmp)
+        exe = build_ref([b for b in have if b in REF_ROWS], tmp)
         cases = []
         for b in have:
             if b == "openssl":
@@ -136,7 +174,7 @@ def bench_references(rep: Report, have: list[str], args: argparse.Namespace) -> 
                           (b, "AES/GCM/NoPadding", "rekey", 128, ("openssl", "aes-128-gcm"))]
             elif exe is not None and b == "sodium":
                 cases.append((b, "AES/GCM/NoPadding", "message", 256, ("ref", "gcm")))
-            elif exe is not None:
+            elif exe is not None and b in REF_ROWS:
                 cases += [(b, "AES/CTR/NoPadding", "stream", 128, ("ref", "ctr")),
                           (b, "AES/GCM/NoPadding", "message", 128, ("ref", "gcm"))]
         for b, t, scope, key_bits, (kind, what) in cases:
@@ -178,8 +216,9 @@ def bench_threads(rep: Report, have: list[str], args: argparse.Namespace) -> Non
     print(f"\n== 3. threads=2 aggregate / threads=1, AES-128-CTR {PAYLOAD} B stream, "
           f"{args.repeats} paired rounds (bar >= {BAR_THREADS} on a quiet 2-core machine; "
           f"this one has {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}) ==")
+    ctr = {b["name"] for b in pcb.backends() if "AES/CTR/NoPadding" in b["transformations"]}
     for b in have:
-        if b == "sodium":
+        if b not in ctr:
             continue
         r = pcb.sweep("cipher", transformation="AES/CTR/NoPadding", payload=PAYLOAD, scope="stream",
                       backend=b, threads=[1, 2], repeats=args.repeats, min_time=args.min_time,
@@ -190,6 +229,81 @@ def bench_threads(rep: Report, have: list[str], args: argparse.Namespace) -> Non
                 f"x{q.estimate:.2f} [{q.low:.2f}, {q.high:.2f}] (threads=2: "
                 f"{two.mb_per_s:,.0f} MB/s, spread {two.thread_spread or 1:.2f})")
         rep.data[f"threads:{b}"] = {"speedup": q.estimate, "ci": [q.low, q.high]}
+
+
+def cryptest_b2(seconds: float) -> dict[str, float]:
+    """MiB/s per row of one `cryptest b2 SECONDS` run (its HTML table)."""
+    out = subprocess.run(["cryptest", "b2", str(seconds)], capture_output=True, text=True,
+                         check=True, timeout=600).stdout
+    rows = {}
+    for m in re.finditer(r"<TR><TD>([^<]+)<TD>([^<]*)<TD>([0-9.]+)", out):
+        rows[m.group(1).strip()] = float(m.group(3))
+    return rows
+
+
+def ours_mib(t: str, key_bits: int, min_time: float) -> tuple[float, float]:
+    """MiB/s of pycipherbench through Crypto++ (stream scope, encryption, cryptest's buffer):
+    by wall time, and by this thread's CPU time (the sample's wall time scaled by its CPU
+    fraction), the clock cryptest reads (clock(): process CPU time)."""
+    m = pcb.measure(t, payload=CRYPTEST_BUF, scope="stream", key_bits=key_bits,
+                    backend="cryptopp", repeats=1, min_time=min_time, warmup=min(0.05, min_time))
+    wall = CRYPTEST_BUF / (m.ns_per_op / 1e9) / 2**20
+    frac = float(m.cpu_fraction[0]) if m.cpu_fraction is not None and len(m.cpu_fraction) else 1.0
+    return wall, wall / max(frac, 1e-9)
+
+
+def bench_cryptest(rep: Report, have: list[str], args: argparse.Namespace) -> None:
+    lo_goal, hi_goal = CRYPTOPP_GOAL
+    print(f"\n== 4. Crypto++: pycipherbench (backend='cryptopp', stream, {CRYPTEST_BUF} B) / "
+          f"`cryptest b2 {args.cryptest_seconds}`, {args.rounds} alternating rounds "
+          f"(goal {lo_goal}-{hi_goal}x) ==")
+    if "cryptopp" not in have:
+        print("  (backend cryptopp is not in this build: nothing to compare)")
+        return
+    if shutil.which("cryptest") is None:
+        print("  (cryptest is not installed: Debian's libcrypto++-utils has it)")
+        return
+    rng = random.Random(1)
+    theirs: dict[str, list[float]] = {c[0]: [] for c in CRYPTEST_CASES}
+    mine: dict[str, list[float]] = {c[0]: [] for c in CRYPTEST_CASES}  # by CPU time
+    wall: dict[str, list[float]] = {c[0]: [] for c in CRYPTEST_CASES}
+    for _ in range(args.rounds):
+        rows = cryptest_b2(args.cryptest_seconds)
+        order = list(CRYPTEST_CASES)
+        rng.shuffle(order)
+        for label, row, t, key_bits in order:
+            if row not in rows:
+                continue
+            theirs[label].append(rows[row])
+            w, c = ours_mib(t, key_bits, args.min_time)
+            wall[label].append(w)
+            mine[label].append(c)
+    n = min((len(v) for v in theirs.values() if v), default=0)
+    if n:
+        print(f"  figures: median [interval] over {n} rounds, ratios paired by round; the intervals "
+              f"(order statistics) cover {median_ci_level(n):.0%}")
+    print("  cryptest b2 times with clock(), the process's CPU time: ours is set beside it by this\n"
+          "  thread's CPU time too (the goal's ratio); by wall time for information (below 1 when\n"
+          "  other processes took the CPU during our samples)")
+    print(f"  {'':<28} {'ours MiB/s (CPU time)':>22} {'cryptest MiB/s':>22}   {'ours/theirs':>22}"
+          f"   {'by wall time':>22}")
+    for label, row, t, _ in CRYPTEST_CASES:
+        if not theirs[label]:
+            print(f"  {label:<28} (no row '{row}' in this cryptest's output)")
+            continue
+        ratios = [a / b for a, b in zip(mine[label], theirs[label])]
+        wall_ratios = [a / b for a, b in zip(wall[label], theirs[label])]
+        q = statistics.median(ratios)
+        print(f"  {label:<28} {interval(mine[label], ',.0f'):>22} "
+              f"{interval(theirs[label], ',.0f'):>22}   {interval(ratios):>22}   "
+              f"{interval(wall_ratios):>22}")
+        if t.split("/")[1:2] == row.split(" ")[0].split("/")[1:2] or "/" not in t:
+            rep.bar(f"cryptopp {label} / cryptest b2", lo_goal <= q <= hi_goal, f"ratio {q:.3f}")
+        else:  # the modes differ (ECB here, CTR there): a figure, not the goal's
+            print(f"    (modes differ: for information, no goal)")
+        rep.data[f"cryptest:{label}"] = {"ours_cpu_mib": mine[label], "ours_wall_mib": wall[label],
+                                         "theirs_mib": theirs[label], "ratios": ratios,
+                                         "wall_ratios": wall_ratios, "ours": t, "theirs": row}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,16 +317,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strict", action="store_true", help="exit 1 if a bar fails")
     ap.add_argument("--openssl", default="openssl", help="the openssl binary")
     ap.add_argument("--json", metavar="FILE", help="also write the raw figures")
+    ap.add_argument("--cryptest-seconds", type=float, default=0.1,
+                    help="cryptest b2's time per algorithm (it runs ~100 of them per round)")
+    ap.add_argument("--only", choices=("references", "per-message", "threads", "cryptest"),
+                    action="append", help="run only these sections (repeatable)")
     args = ap.parse_args(argv)
     if args.quick:
         args.rounds, args.repeats, args.seconds, args.min_time = 2, 3, 0.1, 0.01
+        args.cryptest_seconds = min(args.cryptest_seconds, 0.02)
     have = [b["name"] for b in pcb.backends() if b["kind"] == "c" and b["available"]]
     print(f"# backends: {', '.join(have)}; "
           f"missing: {', '.join(b['name'] for b in pcb.backends() if not b['available']) or 'none'}")
+    m = pcb.machine()
+    print(f"# machine: {m.get('cpu_model')}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     rep = Report()
-    bench_references(rep, have, args)
-    bench_per_message(rep, args)
-    bench_threads(rep, have, args)
+    sections = args.only or ["references", "per-message", "threads", "cryptest"]
+    if "references" in sections:
+        bench_references(rep, have, args)
+    if "per-message" in sections:
+        bench_per_message(rep, args)
+    if "threads" in sections:
+        bench_threads(rep, have, args)
+    if "cryptest" in sections:
+        bench_cryptest(rep, have, args)
     failed = [name for name, ok, _ in rep.bars if not ok]
     print(f"\n# {len(rep.bars) - len(failed)} of {len(rep.bars)} bars passed"
           + (f"; failed: {', '.join(failed)}" if failed else ""))

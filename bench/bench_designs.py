@@ -1,7 +1,14 @@
 #!/usr/bin/env python3
 """Store designs on the start-up path (issue 19), side by side on this machine.
 
-Usage: python bench/bench_designs.py [--quick] [--budget MS] [--json FILE]
+Usage: python bench/bench_designs.py [--quick] [--budget MS] [--json FILE] [--from PREFS.xml]
+
+With --from PREFS.xml (issue 29) it replays that SharedPreferences file instead
+(pycipherbench.replay: first launch with the migration, cold and warm start, one apply,
+the footprint, per design), then times ESP's migration of it against a bare loop written
+here (open the plain file, read all, write all into a new store, commit, remove the plain
+file: the store API only, no pycipherbench.replay code), alternating, paired; and the C
+migration workloads beside rotate at the file's entry count.
 
 1. The start-up table: every design of pycipherbench.designs (plain SharedPreferences,
    ESP, ESP + cache, tiered, tiered + lazy, SQLCipher 4, plain SQLite) opening its store
@@ -161,12 +168,89 @@ def reference(quick: bool) -> dict:
         shutil.rmtree(d, ignore_errors=True)
 
 
+def replay_file(path: str, quick: bool, budget: float) -> dict:
+    from pycipherbench import replay, store
+
+    repeats = 3 if quick else 10
+    res = replay.replay(path, repeats=repeats, min_time=0.0 if quick else 0.02)
+    print(f"== Replay of {path}, {res.run.rounds} rounds ==")
+    print(res.format(budget))
+
+    # the migration against a bare read-all + write-all loop, alternating, paired
+    w = res.workload
+    d = tempfile.mkdtemp(prefix="pcb-replay-ref-")
+    try:
+        def ours() -> int:
+            where = tempfile.mkdtemp(dir=d)
+            replay._write_old(w, where, "esp")
+            t = time.perf_counter_ns()
+            replay.migrate("esp", where, w).close()
+            t = time.perf_counter_ns() - t
+            shutil.rmtree(where)
+            return t
+
+        def bare() -> int:
+            where = tempfile.mkdtemp(dir=d)
+            replay._write_old(w, where, "esp")
+            old = os.path.join(where, "old_prefs.xml")
+            t = time.perf_counter_ns()
+            with store.open(old, encrypted=False) as o:
+                items = o.all()
+            with store.open(os.path.join(where, "prefs.xml"),
+                            master_key_file=os.path.join(where, "prefs.key")) as s, s.edit() as e:
+                for k, v in items.items():
+                    if isinstance(v, bool):
+                        e.put_bool(k, v)
+                    elif isinstance(v, str):
+                        e.put_string(k, v)
+                    elif isinstance(v, int):
+                        (e.put_long if w.kinds[k] == "long" else e.put_int)(k, v)
+                    elif isinstance(v, float):
+                        e.put_float(k, v)
+                    else:
+                        e.put_string_set(k, v)
+            os.remove(old)
+            t = time.perf_counter_ns() - t
+            shutil.rmtree(where)
+            return t
+
+        o, b = [], []
+        for i in range(2 * repeats):
+            if i % 2:
+                b.append(bare()); o.append(ours())
+            else:
+                o.append(ours()); b.append(bare())
+        r = paired_ratio(o, b)
+        print(f"\n== Reference: ESP's migration of this file, replay's vs a bare loop, "
+              f"{2 * repeats} alternating rounds ==")
+        print(f"  replay {statistics.median(o) / 1e6:8.2f} ms   bare {statistics.median(b) / 1e6:8.2f} ms"
+              f"   replay/bare {r}")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+    # C level: the migrations beside rotate at this file's entry count
+    n = len(w.entries)
+    sizes = sorted(len(v) for v in w.entries.values() if isinstance(v, str))
+    vlen = sizes[len(sizes) // 2] if sizes else 32
+    r2 = pcb.sweep("store", workload=["rotate", "migrate", "migrate_keys"], n_keys=n,
+                   value_len=vlen, repeats=repeats, min_time=0.01 if quick else 0.05,
+                   progress=False)
+    print(f"\n== C level: migrate, migrate_keys and rotate, {n} entries of {vlen} characters "
+          f"(this file's count and median string size) ==")
+    print(r2.table())
+    for w2 in ("migrate", "migrate_keys"):
+        print(f"  {w2}/rotate (paired): {r2.ratio({'workload': w2}, {'workload': 'rotate'})}")
+    return res.to_dict()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--budget", type=float, default=900.0,
                     help="start-up budget in ms (the article's: 900)")
     ap.add_argument("--json", metavar="FILE")
+    ap.add_argument("--from", dest="from_file", metavar="PREFS.xml",
+                    help="replay this SharedPreferences file through every design instead")
     a = ap.parse_args()
     if engines.cipher_version() is None:
         print(f"SQLCipher is not installed: {engines.PEERS_HINT}", file=sys.stderr)
@@ -175,6 +259,13 @@ def main() -> int:
     print(f"# {m['cpu_model']}; {m['openssl_version']}; SQLCipher {engines.cipher_version()}; "
           f"Python {sys.version.split()[0]}")
     t0 = time.monotonic()
+    if a.from_file:
+        doc = replay_file(a.from_file, a.quick, a.budget)
+        print(f"\n# total {time.monotonic() - t0:.0f} s")
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(doc, f)
+        return 0
     recs = startup(a.quick, a.budget)
     ops = per_op(a.quick)
     ref = reference(a.quick)

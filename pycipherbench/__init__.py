@@ -14,7 +14,19 @@ samples as NumPy arrays and the machine they were taken on.
 import inspect as _inspect
 from typing import Any, Literal, overload
 
-from . import _core, _names, _options, _pybackends
+try:
+    from . import _core
+except ImportError as _e:  # not "circular import": say that the C extension is not built
+    import os as _os
+
+    _here = _os.path.dirname(_os.path.abspath(__file__))
+    if not any(n.startswith("_core.") and n.endswith((".so", ".pyd")) for n in _os.listdir(_here)):
+        raise ImportError(
+            f"pycipherbench's C extension (_core) is not built in {_here}: this is a source "
+            "checkout. Build it in place (python setup.py build_ext --inplace) or install the "
+            "package (pip install .), and import it from outside the checkout") from None
+    raise
+from . import _names, _options, _pybackends
 
 # The store options are declared once, in _options; the C parser takes them from there. (_core
 # imports no Python module: the package hands the table over.)
@@ -58,15 +70,21 @@ def decrypt(*args: Any, **kwargs: Any) -> bytes:
 
 
 @overload
-def ciphers(*, aliases: Literal[False] = False) -> list[str]: ...
+def ciphers(*, aliases: Literal[False] = False, backend: str = "all") -> list[str]: ...
 @overload
-def ciphers(*, aliases: Literal[True]) -> dict[str, str]: ...
+def ciphers(*, aliases: Literal[True], backend: str = "all") -> dict[str, str]: ...
 @overload
-def ciphers(*, aliases: bool) -> list[str] | dict[str, str]: ...
+def ciphers(*, aliases: bool, backend: str = "all") -> list[str] | dict[str, str]: ...
 
 
-def ciphers(*args: Any, aliases: bool = False) -> list[str] | dict[str, str]:
-    """Canonical names of every transformation OpenSSL runs in this build.
+def ciphers(*args: Any, aliases: bool = False, backend: str = "all") -> list[str] | dict[str, str]:
+    """Canonical names of every transformation this build and the Python libraries
+    installed run: OpenSSL's (with the package's own TEA/XTEA kernels), then any other an
+    available backend runs (XChaCha20-Poly1305 with libsodium or PyNaCl: measure it with
+    that ``backend=``, as the error of the default backend says).
+
+    ``backend``: one library's (a name of :func:`backends`; ``"openssl"``: what
+    ``measure()`` runs by default).
 
     ``aliases=True``: a dict from every other accepted spelling to the name it stands
     for (``'AES/CBC/PKCS7Padding'`` -> ``'AES/CBC/PKCS5Padding'``, ``'3DES/...'`` and
@@ -81,7 +99,19 @@ def ciphers(*args: Any, aliases: bool = False) -> list[str] | dict[str, str]:
         raise TypeError(f"ciphers(aliases=) must be a bool, not {type(aliases).__name__}")
     if aliases:
         return dict(_names.alias_table())
-    return _core.ciphers()
+    if backend == "openssl":
+        return _core.ciphers()
+    found = {b["name"]: b for b in backends()}
+    if backend == "all":
+        names = dict.fromkeys(_core.ciphers())
+        for b in found.values():
+            if b["available"]:
+                names.update(dict.fromkeys(b["transformations"]))
+        return list(names)
+    if backend not in found:
+        raise ValueError(f"backend must be 'all' or one of {', '.join(found)}, not "
+                         f"{backend!r}{_names.nearest(str(backend), found)}")
+    return list(found[backend]["transformations"]) if found[backend]["available"] else []
 
 
 def _signature(transformation: str, key: Any, data: Any, *, iv: Any = None, aad: Any = None,
@@ -95,6 +125,7 @@ for _fn, _c in ((encrypt, _core.encrypt), (decrypt, _core.decrypt)):
         "\"py:pycryptodome\", \"py:pynacl\"), which pycipherbench._pybackends runs.")
     _fn.__signature__ = _inspect.signature(_signature)  # type: ignore[attr-defined]
 del _fn, _c, _signature
+from ._cost import PayloadCostError, PayloadCostWarning
 from .results import Results, load_results
 from .stats import Ratio
 from .sweep import sweep
@@ -107,6 +138,8 @@ __all__ = [
     "DecryptionError",
     "Measurement",
     "OpenSSLError",
+    "PayloadCostError",
+    "PayloadCostWarning",
     "Ratio",
     "Results",
     "UnsupportedCipherError",

@@ -16,6 +16,10 @@ from collections.abc import Iterable
 __all__ = ["BIG_PAYLOAD", "SLOW_RATE", "PayloadCostError", "PayloadCostWarning", "payload_cost",
            "physical_memory"]
 
+#: The largest message a kernel takes (measure()'s payload is 1 byte to 1 GiB).
+MAX_PAYLOAD = 1 << 30
+#: Families whose kernels run at about SLOW_RATE (the others are several times faster).
+SLOW_FAMILIES = ("DES", "DESEDE", "3DES", "TRIPLEDES", "TEA-REF", "XTEA-REF")
 #: Above this many bytes per message, a run says what it costs before it starts.
 BIG_PAYLOAD = 64 << 20
 #: Bytes per second of the slowest kernels (3DES, the reference TEA) on current CPUs.
@@ -45,7 +49,7 @@ def _gib(n: float) -> str:
 
 
 def payload_cost(points: Iterable[tuple[int, int]], repeats: int, *, what: str = "payload",
-                 ram: int | None = None) -> str:
+                 ram: int | None = None, transformations: Iterable[str] | None = None) -> str:
     """``points``: (payload bytes, threads) of each cipher point of one run.
 
     Returns '' when no point's payload exceeds :data:`BIG_PAYLOAD`, else a sentence with
@@ -57,6 +61,9 @@ def payload_cost(points: Iterable[tuple[int, int]], repeats: int, *, what: str =
     big = [p for p, _ in pts if p > BIG_PAYLOAD]
     if not big:
         return ""
+    if max(big) > MAX_PAYLOAD:  # refused by every kernel: say that, not what it would cost
+        raise PayloadCostError(f"{what} {max(big):,} bytes: more than the {MAX_PAYLOAD >> 30} GiB "
+                               f"({MAX_PAYLOAD:,} bytes) a message may hold")
     memory = sum(BUFFERS * p * t for p, t in pts)
     ram = physical_memory() if ram is None else ram
     largest = max(big)
@@ -70,6 +77,10 @@ def payload_cost(points: Iterable[tuple[int, int]], repeats: int, *, what: str =
     data = repeats * sum(p * t for p, t in pts)  # every sample runs one operation at least
     slow, fast = data / SLOW_RATE, data / (40 * SLOW_RATE)
     rounds = f"{repeats} round{'' if repeats == 1 else 's'} take{'s' if repeats == 1 else ''}"
+    names = None if transformations is None else sorted(set(transformations))
+    slowest = [t for t in (names or []) if t.split("/")[0].upper() in SLOW_FAMILIES]
+    tail = (f", {slow / 60:,.1f} min at the slowest kernels' "
+            f"({', '.join(slowest) if slowest else '3DES, TEA-ref'})"
+            if names is None or slowest else "")
     return (f"{head}; every sample runs one whole message at least, so {rounds} at least "
-            f"{fast:,.1f} s at hardware-AES speed (AES-NI, ARMv8 AES), {slow / 60:,.1f} min at "
-            "the slowest kernels' (3DES, TEA-ref)")
+            f"{fast:,.1f} s at hardware-AES speed (AES-NI, ARMv8 AES){tail}")

@@ -6,6 +6,13 @@ from collections.abc import Sequence
 from typing import Any
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 entry', '3 entries', '0 names': a number with its noun agreeing."""
+    if n == 1:
+        return f"{n} {noun}"
+    return f"{n} {plural or (noun[:-1] + 'ies' if noun.endswith('y') else noun + 's')}"
+
+
 def format_ns(ns: float) -> str:
     """A duration in nanoseconds with three significant digits and a readable unit."""
     for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):

@@ -62,3 +62,55 @@ def rounds_over() -> None:
     guard, if any, only notes SIGINT until its block ends."""
     if _active:
         _active[-1].protecting = True
+
+
+class TerminateAsInterrupt:
+    """``with TerminateAsInterrupt() as s: ...``: SIGTERM and SIGHUP act as Ctrl-C does in
+    the block (the run keeps and saves its complete rounds, temporary stores and keys are
+    removed by the code that unwinds), and ``s.status(130)`` is then 143 or 129, the
+    shell's status of a process those signals ended. Main thread only; outside it, or
+    where a program set its own handlers, nothing changes."""
+
+    SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._previous: dict[int, object] = {}
+
+    def _handler(self, signum: int, frame: FrameType | None) -> None:
+        if self.received is None:
+            self.received = signum
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):  # a SaveGuard's: stops the rounds, or waits while saving
+            handler(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt
+
+    def __enter__(self) -> TerminateAsInterrupt:
+        _terminating.append(self)
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                if signal.getsignal(sig) is signal.SIG_DFL:
+                    self._previous[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _terminating.remove(self)
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)  # type: ignore[arg-type]
+
+    def words(self) -> str:
+        """What stopped the run, as its messages say it."""
+        return "Ctrl-C" if self.received is None else signal.Signals(self.received).name
+
+    def status(self, rc: int) -> int:
+        """The exit status: an interrupted run's 130 is 128 + the signal received."""
+        return 128 + self.received if rc == 130 and self.received is not None else rc
+
+
+_terminating: list[TerminateAsInterrupt] = []
+
+
+def interrupt_words() -> str:
+    """What interrupted the run, for its messages: "Ctrl-C", or "SIGTERM"/"SIGHUP"."""
+    return _terminating[-1].words() if _terminating else "Ctrl-C"

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from . import _core, _names
+from . import _core, _names, _options
 from ._cost import PayloadCostWarning, payload_cost
 from ._format import format_size
 from ._record import Record, TableColumn
@@ -170,7 +170,7 @@ def plan(
     if not isinstance(hw_aes, bool):
         raise TypeError(f"hw_aes must be a bool, not {type(hw_aes).__name__}")
     check_kernel(transformation, **args)
-    warm = -1.0 if warmup is None else warmup
+    warm = _options.warmup_value(warmup)
     _core.check_timing(min_time, repeats, warm)
     if not hw_aes and args.get("backend", "openssl") != "openssl":
         raise ValueError(f"hw_aes=False hides the AES instructions from OpenSSL only; backend "
@@ -232,10 +232,9 @@ def measure(
         hw_aes: False hides AES-NI/PCLMULQDQ (or ARM's AES/PMULL) from OpenSSL
             by measuring in a child process, like a CPU without crypto extensions.
         backend: the library that runs it: ``"openssl"`` (default), a C library
-            this build has (``"sodium"``, ``"nettle"``, ``"gcrypt"``, ``"mbedtls"``;
-            see :func:`backends`), or a Python library timed as a program calls it
-            (``"py:cryptography"``, ``"py:pycryptodome"``, ``"py:pynacl"``; message
-            and rekey scopes).
+            this build has (a ``name`` of :func:`backends` whose ``kind`` is
+            ``"c"``), or a Python library timed as a program calls it (``"py:..."``,
+            ``kind`` ``"python"``; message and rekey scopes).
         threads: N independent contexts on N threads at once (C backends), like
             ``openssl speed -multi``: aggregate throughput, and ``thread_spread``.
         min_time: seconds one sample lasts at least; the operation count is calibrated to it.
@@ -256,7 +255,9 @@ def measure(
     least time the run takes, and is refused when its buffers exceed half the RAM.
     """
     if type(payload) is int and type(threads) is int and type(repeats) is int:
-        note = payload_cost([(payload, threads)], repeats, what="payload")
+        note = payload_cost([(payload, threads)], repeats, what="payload",
+                            transformations=[transformation] if isinstance(transformation, str)
+                            else None)
         if note:
             warnings.warn(note, PayloadCostWarning, stacklevel=2)
     with Workers(resolve_processes(processes, repeats)) as workers:

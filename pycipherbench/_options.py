@@ -42,7 +42,7 @@ KeyEncryption = Literal["siv", "none"]
 ValueEncryption = Literal["gcm", "chacha20-poly1305", "none"]
 Layout = Literal["entries", "file"]
 Workload = Literal["put", "get", "get_missing", "contains", "all", "commit", "apply",
-                   "open_cold", "open_warm", "rotate", "rotate_lazy"]
+                   "open_cold", "open_warm", "rotate", "rotate_lazy", "migrate", "migrate_keys"]
 ValueType = Literal["string", "string_set", "int", "long", "float", "bool"]
 Engine = Literal["esp", "sqlcipher", "mmkv"]
 Level = Literal["c", "python"]
@@ -257,3 +257,138 @@ def keywords(call: str, *, extra: Iterable[str] = ()) -> Callable[[Callable[P, R
         return wrapper
 
     return decorate
+
+
+# -- values: one parser and one check for the CLI's text and the API's objects (issue 26) ------
+
+_TRUE = ("true", "yes", "on")
+_FALSE = ("false", "no", "off")
+
+
+def _members(annotation: Any) -> list[Any]:
+    """The alternatives of an annotation: Union members flattened, Literal kept whole."""
+    import typing
+
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        return [m for a in typing.get_args(annotation) for m in _members(a)]
+    return [annotation]
+
+
+def _literal(member: Any) -> tuple[Any, ...] | None:
+    import typing
+
+    return typing.get_args(member) if typing.get_origin(member) is typing.Literal else None
+
+
+def accepted(annotation: Any) -> str:
+    """What a parameter of this annotation accepts, in words ("one of 'enc', 'dec'")."""
+    words: list[str] = []
+    for m in _members(annotation):
+        lit = _literal(m)
+        if lit is not None:
+            words.append("one of " + ", ".join(repr(v) for v in lit))
+        elif m is type(None):
+            words.append("none (the default)")
+        elif m is bool:
+            words.append("true or false")
+        elif m is int:
+            words.append("a whole number")
+        elif m is float:
+            words.append("a number")
+        else:
+            words.append("a text")
+    return " or ".join(dict.fromkeys(words))
+
+
+def _choices(annotation: Any) -> list[str]:
+    return [str(v) for m in _members(annotation) for v in (_literal(m) or ())]
+
+
+def check_value(name: str, value: Any, annotation: Any) -> None:
+    """Raise a TypeError (wrong kind) or ValueError (a name not among the accepted ones)
+    naming ``name``, what it accepts and the nearest valid name, unless ``value`` fits
+    ``annotation`` (bools apart from ints; an int is a number; unknown kinds pass)."""
+    members = _members(annotation)
+    kinds: list[type] = []
+    for m in members:
+        lit = _literal(m)
+        if lit is not None:
+            if any(value == v and type(value) is type(v) for v in lit):
+                return
+            kinds.append(type(lit[0]))
+        elif m is type(None):
+            if value is None:
+                return
+        elif m is bool:
+            if isinstance(value, bool):
+                return
+        elif m is int:
+            if isinstance(value, int) and not isinstance(value, bool):
+                return
+        elif m is float:
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return
+        elif m is str:
+            if isinstance(value, str):
+                return
+        else:
+            return  # PathLike and others: the callee checks them
+    choices = _choices(annotation)
+    close = difflib.get_close_matches(str(value), choices, n=1) if isinstance(value, str) else []
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    if any(isinstance(value, k) for k in kinds):
+        raise ValueError(f"{name}={value!r}: expected {accepted(annotation)}{hint}")
+    raise TypeError(f"{name}={value!r} ({type(value).__name__}): expected "
+                    f"{accepted(annotation)}{hint}")
+
+
+def parse_text(name: str, text: str, annotation: Any, *, flag: str = "--param") -> Any:
+    """One command-line value of parameter ``name`` as the API takes it, read by its
+    annotation: a listed name exactly (``none`` is the name 'none' where the parameter
+    lists it, as key_encryption does), ``none`` for an optional one's default,
+    true/false/yes/no/on/off for a bool, a whole number, a number, else text. A value
+    that fits none of them is a ValueError naming the flag, the parameter, what it
+    accepts and the nearest valid name."""
+    value = text.strip()
+    low = value.lower()
+    if not value:
+        raise ValueError(f"{flag} {name}: an empty value (two commas in a row?); expected "
+                         f"{accepted(annotation)}")
+    members = _members(annotation)
+    for m in members:
+        for v in _literal(m) or ():
+            if isinstance(v, str) and low == v.lower():
+                return v
+    if low == "none" and type(None) in members:
+        return None
+    if bool in members and low in _TRUE + _FALSE:
+        return low in _TRUE
+    if int in members:
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    if float in members:
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    if any(m is str or (_literal(m) is None and m not in (bool, int, float, type(None)))
+           for m in members):
+        return value
+    choices = _choices(annotation)
+    close = difflib.get_close_matches(value, choices, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ValueError(f"{flag} {name}={value!r}: expected {accepted(annotation)}{hint}")
+
+
+def warmup_value(warmup: Any) -> Any:
+    """``warmup`` as the C layer takes it: None (warm up for min_time) is its internal -1,
+    which a caller may not give itself: a negative warmup is a ValueError."""
+    if warmup is None:
+        return -1.0
+    if isinstance(warmup, (int, float)) and not isinstance(warmup, bool) and warmup < 0:
+        raise ValueError(f"warmup must be in [0, 60] seconds (or None: as long as min_time), "
+                         f"got {warmup}")
+    return warmup

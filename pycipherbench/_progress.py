@@ -48,7 +48,8 @@ def progress(total: int, *, enabled: bool = True, delay: float = 0.0,
 
     tty = sys.stderr.isatty()
     width = _terminal_width() if tty else 150
-    bar = tqdm(total=total, file=sys.stderr, delay=delay, leave=leave, bar_format=_FORMAT,
+    bar = tqdm(total=total, file=sys.stderr if tty else _Lines(sys.stderr), delay=delay,
+               leave=leave, bar_format=_FORMAT,
                ascii=" #", miniters=0, mininterval=0.1 if tty else _PIPE_INTERVAL, ncols=width)
     try:
         yield Progress(bar)
@@ -56,6 +57,22 @@ def progress(total: int, *, enabled: bool = True, delay: float = 0.0,
             bar.set_description_str("done", refresh=False)
     finally:
         bar.close()
+
+
+class _Lines:
+    """A file for tqdm that is no terminal (a log, a pipe): each redraw one whole line,
+    without the carriage returns and cursor moves that pile up in a log file."""
+
+    def __init__(self, file: Any) -> None:
+        self._file = file
+
+    def write(self, text: str) -> None:
+        line = text.replace("\x1b[A", "").replace("\r", "").rstrip()
+        if line:
+            self._file.write(line + "\n")
+
+    def flush(self) -> None:
+        self._file.flush()
 
 
 def _terminal_width() -> int:

@@ -75,7 +75,8 @@ def _version(name: str) -> str | None:
 def all_backends() -> list[dict[str, Any]]:
     """Every backend: the C libraries this build knows, then the Python ones.
 
-    Each is a dict: ``name`` (what ``backend=`` takes), ``version``, ``available``,
+    Each is a dict: ``name`` (what ``backend=`` takes), ``label`` (the library's own
+    name, as its messages say it), ``version``, ``available``,
     ``transformations`` (the names it runs), ``hw_aes`` (AES instructions in use: True,
     False, or None when the library does not say), ``missing`` (why it is unavailable,
     or None), ``apt`` (the Debian package that adds a C library), ``kind``
@@ -93,7 +94,7 @@ def py_backends() -> list[dict[str, Any]]:
             missing = None
         except ImportError as e:
             missing = f"not installed ({e}); pip install {pip}"
-        out.append({"name": name, "version": _version(name) if missing is None else None,
+        out.append({"name": name, "label": name, "version": _version(name) if missing is None else None,
                     "available": missing is None, "transformations": list(SUPPORTS[name]),
                     "hw_aes": None, "missing": missing, "apt": "", "pip": pip, "kind": "python"})
     return out

@@ -48,7 +48,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from . import _core
-from ._interrupt import rounds_over
+from ._interrupt import interrupt_words, rounds_over
 from ._progress import progress as progress_bar
 
 #: Default rounds: ten give a 95% interval of the median between the 2nd and
@@ -307,7 +307,8 @@ def _say_how_long(first_round: float, rounds: int, desc: str) -> None:
 
 def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: int | None = None,
                progress: bool = False, desc: str = "rounds",
-               workers: Workers | None = None) -> RunInfo:
+               workers: Workers | None = None,
+               on_round: Callable[[RunInfo], None] | None = None) -> RunInfo:
     """Prepares every point, then takes ``rounds`` rounds of one sample per point in a
     fresh random order each; closes the points. With ``workers`` of W processes the
     rounds run in W fresh worker processes one after another (:func:`process_schedule`),
@@ -315,7 +316,9 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
     prepared (calibrated) once, in the first. KeyboardInterrupt ends the run with the
     complete rounds kept (``RunInfo.interrupted``); before the first round completed
     (while preparing, too), ``RunInfo.partial`` says the points keep one sample each
-    where they have one (the first round's, else the calibration's final call)."""
+    where they have one (the first round's, else the calibration's final call).
+    ``on_round``: called after each complete round but the last, with the run so far
+    (the points' data then hold exactly that many rounds; a sweep saves them)."""
     if not isinstance(rounds, int) or isinstance(rounds, bool) or not 1 <= rounds <= 100_000:
         raise ValueError(f"rounds must be an int in [1, 100000], got {rounds!r}")
     if seed is None:
@@ -325,7 +328,9 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
     if processes > rounds:
         raise ValueError(f"processes={processes} needs at least as many rounds, got {rounds}")
     schedule = process_schedule(rounds, processes)
+    run_id = secrets.token_hex(4)  # one id for the run's records, also those built per round
     done, interrupted, prepared = 0, False, False
+    canary: float | None = None  # the latest round's (None: no round began its canary yet)
     try:
         n_canary = _canary_iterations(points)
         try:
@@ -355,10 +360,16 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
                         points[i].sample(canary)
                         bar.done()
                     done = r + 1
+                    if on_round is not None and done < rounds:
+                        on_round(RunInfo(rounds=done, interrupted=False, loadavg=None, seed=seed,
+                                         run_id=run_id, processes=processes,
+                                         schedule=schedule[:done]))
                     if r == 0 and not progress:
                         _say_how_long(time.monotonic() - t0, rounds, desc)
             except KeyboardInterrupt:
                 interrupted = True
+                if done == 0 and canary is None:  # stopped in round 1's first canary
+                    canary = _canary(n_canary)
                 for p in points:  # points this round did not reach yet
                     single = getattr(p, "single_sample", None)
                     if single is not None and done == 0:
@@ -377,8 +388,8 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
     except OSError:
         load = None
     return RunInfo(rounds=done, interrupted=interrupted, loadavg=load, seed=seed,
-                   partial=partial and any(p.data.ns for p in points), processes=processes,
-                   schedule=schedule[:1 if partial else done])
+                   partial=partial and any(p.data.ns for p in points), run_id=run_id,
+                   processes=processes, schedule=schedule[:1 if partial else done])
 
 
 @dataclass
@@ -400,11 +411,11 @@ def record_fields(data: PointData, run: RunInfo, *, repeats: int) -> dict[str, A
     tsc = a["tsc_samples"] if _core.TSC_AVAILABLE and len(a["tsc_samples"]) else None
     notes: list[str] = []
     if run.partial:
-        notes.append("a single sample: Ctrl-C came before the first round finished, so there "
-                     "is no interval and nothing to pair")
+        notes.append(f"a single sample: {interrupt_words()} came before the first round "
+                     "finished, so there is no interval and nothing to pair")
     elif run.interrupted:
-        notes.append(f"interrupted (Ctrl-C) after {run.rounds} of {repeats} rounds: the interval "
-                     "is wider, and pairings fewer, than a full run's")
+        notes.append(f"interrupted ({interrupt_words()}) after {run.rounds} of {repeats} rounds: "
+                     "the interval is wider, and pairings fewer, than a full run's")
     if run.rounds and not run.partial:
         notes += instability_warnings(
             rounds_ns=a["samples"], cpu_ns=a["cpu_fraction"], wall_ns=np.ones(run.rounds),
@@ -419,14 +430,19 @@ def record_fields(data: PointData, run: RunInfo, *, repeats: int) -> dict[str, A
 
 def run_plans(plans: Sequence[Plan], repeats: int, *, seed: int | None = None,
               progress: bool = False, desc: str = "rounds",
-              workers: Workers | None = None) -> tuple[list[Any], RunInfo]:
-    """Runs the plans' points in interleaved rounds (in ``workers``' processes) and
-    builds their records."""
+              workers: Workers | None = None,
+              on_round: Callable[[list[Any], RunInfo], None] | None = None,
+              ) -> tuple[list[Any], RunInfo]:
+    """Runs the plans' points in interleaved rounds (in ``workers``' processes) and builds
+    their records (``on_round``: also after each complete round but the last, with the
+    records so far)."""
     from .stats import load_scipy_stats
 
     load_scipy_stats()  # before the rounds: building records after Ctrl-C must not wait for it
+    each = None if on_round is None else (
+        lambda info: on_round([p.build(p.point.data, info) for p in plans], info))
     run = run_rounds([p.point for p in plans], repeats, seed=seed, progress=progress, desc=desc,
-                     workers=workers)
+                     workers=workers, on_round=each)
     if run.rounds == 0:
         return [], run
     return [p.build(p.point.data, run) for p in plans], run

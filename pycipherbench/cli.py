@@ -12,8 +12,9 @@ from typing import Any
 from ._machine import machine
 from ._cost import PayloadCostError, PayloadCostWarning
 from ._format import format_size_compact, format_table
-from ._interrupt import SaveGuard
-from ._output import OutputError, check_output, write_atomic, write_json_atomic, write_text_atomic
+from ._interrupt import SaveGuard, interrupt_words
+from ._output import (STDOUT, OutputError, check_output, claims_released, write_atomic,
+                      write_json_atomic, write_text_atomic)
 from .experiments import (QUICK_NOTE, SPEED_GROUPS, SPEED_TIMING, STORE_TIMING, format_speed,
                           format_store, machine_line, run_speed, store_points, warning_lines)
 
@@ -30,12 +31,13 @@ def rounds_text(n: int) -> str:
 def cmd_speed(args: argparse.Namespace) -> int:
     payload = args.payload if args.payload is not None else (1 << 20 if args.quick else 10 << 20)
     if payload <= 0 or payload % 16:
-        sys.exit("error: --payload must be a positive multiple of 16 bytes (the NoPadding rows need whole blocks)")
+        return _fail("speed", f"--payload must be a positive multiple of 16 bytes (the NoPadding "
+                              f"rows need whole blocks), not {payload}")
     if args.threads < 1:
-        sys.exit("error: --threads must be at least 1")
+        return _fail("speed", f"--threads must be at least 1, not {args.threads}")
     if args.json:
         try:
-            check_output(args.json, what="--json", keep_existing=not args.force)
+            _check_json(args.json, "--json", args.force)
         except OutputError as e:
             return _fail("speed", e)
     if not _payload_ok(payload, args.yes):
@@ -55,24 +57,35 @@ def _speed_table(args: argparse.Namespace, payload: int) -> int:
     results, run = run_speed(payload, args.quick, hw_aes=not args.no_hw_aes,
                              processes=args.processes)
     if not results:
-        print("# Interrupted (Ctrl-C) before any row was sampled: no figures.", file=sys.stderr)
+        print(f"# Interrupted ({interrupt_words()}) before any row was sampled: no figures.", file=sys.stderr)
         return 130
     title, _, table = format_speed(results, payload).partition("\n")
     print("\n".join([title, said, table] if said else [title, table]))  # said in the header too
     if args.quick:
         print(f"# {QUICK_NOTE}")
     if run.partial:
-        print(f"# Interrupted (Ctrl-C) during the first round: {len(results)} rows sampled once "
+        print(f"# Interrupted ({interrupt_words()}) during the first round: {len(results)} rows sampled once "
               "each, shown without an interval.")
     elif run.interrupted:
-        print(f"# Interrupted (Ctrl-C) after {rounds_text(run.rounds)}: the figures above "
+        print(f"# Interrupted ({interrupt_words()}) after {rounds_text(run.rounds)}: the figures above "
               "are from those rounds only.")
     if args.json:
-        doc = {"machine": machine(), "payload": payload, "hw_aes": not args.no_hw_aes,
-               "processes": run.processes, "results": [m.to_dict() for m in results]}
-        write_json_atomic(args.json, doc)
-        print(f"# Raw samples written to {os.fspath(args.json)}")
+        _write_json(args, args.json, {"machine": machine(), "payload": payload,
+                                      "hw_aes": not args.no_hw_aes, "processes": run.processes,
+                                      "results": [m.to_dict() for m in results]})
     return 130 if run.interrupted else 0
+
+
+#: Why a backends-table cell is empty under --no-hw-aes.
+MASKED = "--no-hw-aes masks OpenSSL only"
+
+
+def _hw_words(no_hw_aes: bool, records: list[Any]) -> str:
+    """Whether the table's cells ran with hardware AES, from the records."""
+    if not no_hw_aes:
+        return "on"
+    masks = sorted({str(m.hw_mask) for m in records if not m.hw_aes})
+    return f"OFF for OpenSSL ({', '.join(masks) or 'masked'}); other libraries not measured"
 
 
 #: Rows the backends table adds to the seed's: what the other libraries are about.
@@ -91,13 +104,15 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
     if args.backend == "all":
         names = [n for n, b in known.items() if b["available"]]
     else:
-        names = [n.strip() for n in args.backend.split(",")] if args.backend else ["openssl"]
+        names = list(dict.fromkeys(n.strip() for n in args.backend.split(","))) \
+            if args.backend else ["openssl"]  # a name given twice is one column
         for n in names:
             if n not in known:
-                hint = nearest(n, known)
-                sys.exit(f"error: unknown backend {n!r}{hint}; pycipherbench backends lists them")
+                return _fail("speed", f"--backend: unknown backend {n!r}{nearest(n, known)}; "
+                                      "pycipherbench backends lists them")
             if not known[n]["available"]:
-                sys.exit(f"error: backend {n!r} is unavailable: {known[n]['missing']}")
+                return _fail("speed", f"--backend: backend {n!r} is unavailable: "
+                                      f"{known[n]['missing']}")
     rows = [t for _, group in SPEED_GROUPS for t in group] + list(BACKEND_ROWS)
     timing = SPEED_TIMING[args.quick]
     skipped: dict[tuple[str, str], str] = {}
@@ -111,7 +126,7 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
                     if not args.no_hw_aes or b == "openssl":
                         jobs.append((t, op, b, kw))
                     else:
-                        skipped[(t, b)] = "--no-hw-aes masks OpenSSL only"
+                        skipped[(t, b)] = MASKED
                 except (ValueError, TypeError) as e:  # UnsupportedCipherError is a ValueError
                     skipped[(t, b)] = str(e)
     with Workers(resolve_processes(args.processes, timing["repeats"])) as workers:
@@ -123,7 +138,7 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
         except KeyboardInterrupt:
             records = []
     if not records:
-        print("# Interrupted (Ctrl-C) before the first round finished: no figures.", file=sys.stderr)
+        print(f"# Interrupted ({interrupt_words()}) before the first round finished: no figures.", file=sys.stderr)
         return 130
     by_key = {(t, op, b): m for (t, op, b, _), m in zip(jobs, records)}
     head = ["transformation", "op", *names]
@@ -132,15 +147,21 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
         if not any((t, op, b) in by_key for op in ("enc", "dec") for b in names):
             continue
         for op in ("enc", "dec"):
-            cells = [f"{by_key[(t, op, b)].kb_per_ms:,.1f}" if (t, op, b) in by_key else "-"
-                     for b in names]
+            cells = [f"{by_key[(t, op, b)].kb_per_ms:,.1f}" if (t, op, b) in by_key
+                     else "off" if skipped.get((t, b)) == MASKED else "-" for b in names]
             table.append([t, op.upper(), *cells])
     threads = f", {args.threads} threads each (aggregate)" if args.threads > 1 else ""
     print(f"# Speed Test of {format_size_compact(payload)} Data Enc/Decryption, KB/ms per "
           f"backend (message scope{threads}) #")
     print(format_table(head, table))
-    print("# -: the backend lacks the row at its default key size (pycipherbench backends);"
-          " py: columns time the Python call a program makes")
+    legend = ["-: the backend lacks the row at its default key size (pycipherbench backends)"]
+    if any(v == MASKED for v in skipped.values()):
+        legend.append("off: not measured, as --no-hw-aes hides the AES instructions from "
+                      "OpenSSL only (this library would use them, or is no OpenSSL to mask)")
+    if any(b.startswith("py:") for b in names):
+        legend.append("py: columns time the Python call a program makes")
+    print("# " + "; ".join(legend))
+    print(f"# Hardware AES: {_hw_words(args.no_hw_aes, records)}")
     print(f"# Median of {records[0].n_rounds} rounds, every cell sampled once per round.")
     for line in warning_lines(records, noun="cells"):
         print(line)
@@ -154,9 +175,16 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
                "results": [m.to_dict() for m in records]}
         if floor_doc is not None:
             doc["floor_multiples"] = floor_doc
-        write_json_atomic(args.json, doc)
-        print(f"# Raw samples written to {os.fspath(args.json)}")
+        _write_json(args, args.json, doc)
     return 130 if run.interrupted else 0
+
+
+def _level_words(records: Any) -> str:
+    """The intervals' coverage, from the rounds (e.g. '95% intervals', '75% intervals')."""
+    from .stats import median_ci_level
+
+    n = min((m.n_rounds for m in records), default=1)
+    return f"{median_ci_level(n):.0%} intervals" if n > 1 else "no intervals (1 round)"
 
 
 def _floor_table(args: argparse.Namespace, names: list[str], timing: dict[str, Any]) -> Any:
@@ -175,12 +203,12 @@ def _floor_table(args: argparse.Namespace, names: list[str], timing: dict[str, A
                                         min_time=timing["min_time"], warmup=timing.get("warmup"),
                                         progress=True)
     except KeyboardInterrupt:
-        print("# Interrupted (Ctrl-C): no floor multiples.")
+        print(f"# Interrupted ({interrupt_words()}): no floor multiples.")
         return None
     print(f"\n# AES-256-GCM per message, each library's time as a multiple of the floor "
           f"(pycipherbench's own AES-NI + PCLMULQDQ kernels) at "
           f"{', '.join(format_size_compact(p) for p in FLOOR_SIZES)}; paired by round, "
-          f"95% intervals #")
+          f"{_level_words(r.measurements)}; hardware AES on #")
     print(format_table(head, rows))
     for line in warning_lines(list(r.measurements)):
         print(line)
@@ -195,8 +223,11 @@ def cmd_backends(args: argparse.Namespace) -> int:
     hw = {True: "yes", False: "no", None: "unknown"}
     table = [[b["name"], b["version"] or "-", "yes" if b["available"] else "NO",
               hw[b["hw_aes"]] if b["available"] else "-",
-              str(len(b["transformations"])) if b["available"] else "-"] for b in items]
+              _transformation_count(b) if b["available"] else "-"] for b in items]
     print(format_table(["backend", "version", "available", "hw AES", "transformations"], table))
+    if any(_own(b) for b in items if b["available"]):
+        print("# own: pycipherbench's TEA and XTEA kernels, run beside the library (no "
+              "library has them)")
     if args.verbose:
         for b in items:
             if b["available"]:
@@ -215,6 +246,19 @@ def cmd_backends(args: argparse.Namespace) -> int:
         print("# Every backend is available." if all(b["available"] for b in items)
               else "# No package adds what is missing (see why above).")
     return 0
+
+
+def _own(backend: dict[str, Any]) -> list[str]:
+    """The transformations a backend lists that are this package's own kernels (TEA, XTEA)."""
+    return [t for t in backend["transformations"]
+            if t.split("/")[0].removesuffix("-ref") in ("TEA", "XTEA")]
+
+
+def _transformation_count(backend: dict[str, Any]) -> str:
+    """'26 + 10 own': the library's transformations, then the package's own kernels."""
+    own = len(_own(backend))
+    theirs = len(backend["transformations"]) - own
+    return f"{theirs} + {own} own" if own else str(theirs)
 
 
 #: Above this, a speed run's buffers and time grow large enough to ask first.
@@ -263,8 +307,10 @@ def _confirm(yes: bool) -> bool:
 # -- sweep / compare / plot / store
 
 def parse_value(text: str, none: bool = True) -> Any:
-    """A --param value: bool (true/false/yes/no/on/off), None (none; with ``none=False``
-    the text, as in ``key_encryption=none``), int, float, else the text."""
+    """A value of a parameter no declaration types (a --num/--den name a results file has
+    but no signature takes): bool (true/false/yes/no/on/off), None (none; with
+    ``none=False`` the text), int, float, else the text. Declared parameters are read by
+    their declaration instead (:func:`parse_params` with ``target``)."""
     low = text.strip().lower()
     if low in ("true", "yes", "on"):
         return True
@@ -280,10 +326,21 @@ def parse_value(text: str, none: bool = True) -> Any:
     return text.strip()
 
 
-def parse_params(specs: list[str], none: bool = True, flag: str = "--param") -> dict[str, Any]:
+def parse_params(specs: list[str], none: bool = True, flag: str = "--param",
+                 target: str | None = None) -> dict[str, Any]:
     """['payload=16,256', 'op=enc'] -> {'payload': [16, 256], 'op': 'enc'} (one value: a scalar).
-    ``none``: "none" means None (a sweep's default), else it is the text (a value to match).
+    ``target`` ("cipher"/"store"): each value is read by its parameter's declaration, as the
+    API checks it (:func:`._options.parse_text`: ``key_encryption=none`` is no encryption,
+    ``payload=16,,256`` and ``hw_aes=maybe`` are errors naming the parameter). Names no
+    declaration has: ``none`` means None when ``none`` is set, else it is the text.
     ``flag``: the option the specs came from, as errors name it."""
+    from ._options import parse_text
+
+    types: dict[str, Any] = {}
+    if target is not None:
+        from .sweep import param_types
+
+        types = param_types(target)
     grid: dict[str, Any] = {}
     for spec in specs:
         name, sep, values = spec.partition("=")
@@ -292,7 +349,8 @@ def parse_params(specs: list[str], none: bool = True, flag: str = "--param") -> 
             raise ValueError(f"{flag} {spec!r}: expected NAME=VALUE[,VALUE...]")
         if name in grid:
             raise ValueError(f"{flag} {name} given twice; list every value in one {flag}")
-        parsed = [parse_value(v, none) for v in values.split(",")]
+        parsed = [parse_text(name, v, types[name], flag=flag) if name in types
+                  else parse_value(v, none) for v in values.split(",")]
         grid[name] = parsed if len(parsed) > 1 else parsed[0]
     return grid
 
@@ -302,13 +360,38 @@ def _fail(command: str, message: object) -> int:
     return 2
 
 
+def _check_json(path: str, flag: str, force: bool, override: str = "--force") -> None:
+    """Before measuring: a results file that can be written, not another's, taken by this
+    run until it ends ('-', standard output, needs nothing)."""
+    if path != STDOUT:
+        check_output(path, what=flag, keep_existing=not force, override=override, claim=True)
+
+
+def _write_json(args: argparse.Namespace, path: str, doc: Any) -> None:
+    """``doc`` (a dict, or Results) as JSON: to standard output for '-' (the command's
+    text went to stderr: see :func:`main`), else atomically to ``path``."""
+    data = doc.to_dict() if hasattr(doc, "to_dict") else doc
+    if path == STDOUT:
+        out = getattr(args, "stdout", None) or sys.stdout
+        json.dump(data, out, indent=1)
+        out.write("\n")
+        out.flush()
+        print("# Raw samples written to standard output")
+        return
+    write_json_atomic(path, data)
+    print(f"# Raw samples written to {os.fspath(path)}")
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from .sweep import sweep
 
+    to_stdout = args.out == STDOUT
     try:
-        check_output(args.out, what="--out", keep_existing=not (args.force or args.resume),
-                     override="--resume to continue it, --force")
-        grid = parse_params(args.param or [])
+        if to_stdout and args.resume:
+            raise ValueError("--resume continues a file: --out - (standard output) has none")
+        _check_json(args.out, "--out", args.force or args.resume,
+                    override="--resume to continue it, --force")
+        grid = parse_params(args.param or [], target=args.target)
         for name in ("repeats", "min_time", "warmup"):
             if getattr(args, name) is not None:
                 grid[name] = getattr(args, name)
@@ -322,17 +405,25 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                     return 1
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PayloadCostWarning)  # said above
-            results = sweep(args.target, seed=args.seed, out=args.out, resume=args.resume,
-                            skip_invalid=args.skip_invalid, progress=not args.no_progress,
-                            resume_hint="--resume", processes=args.processes, **grid)
-    except (ValueError, TypeError) as e:
+            results = sweep(args.target, seed=args.seed, out=None if to_stdout else args.out,
+                            resume=args.resume, skip_invalid=args.skip_invalid,
+                            progress=not args.no_progress, resume_hint="--resume",
+                            force=args.force, processes=args.processes, **grid)
+    except (ValueError, TypeError, ImportError) as e:
         return _fail("sweep", e)
     print(results.table())
-    for line in warning_lines(results.measurements):
+    hw = {m.hw_aes for m in results.measurements}
+    state = "on" if hw == {True} else "OFF" if hw == {False} else "on or off (the hw_aes column)"
+    print(f"# Hardware AES: {state}" if hw else "# No points.")
+    if any(m.warnings for m in results.measurements):
+        print("# !: the row has warnings, listed below")
+    for line in warning_lines(results.measurements, where="--out"):
         print(line)
+    if to_stdout:
+        _write_json(args, STDOUT, results)
     state = "" if results.complete else " (interrupted: incomplete; --resume measures it again)"
     print(f"# {len(results)} point{'' if len(results) == 1 else 's'} written to "
-          f"{os.fspath(args.out)}{state}")
+          f"{'standard output' if to_stdout else os.fspath(args.out)}{state}")
     return 0 if results.complete else 130
 
 
@@ -359,8 +450,8 @@ def cmd_ratio(args: argparse.Namespace) -> int:
 
     try:
         results = load_results(args.results)
-        num = parse_params(args.num or [], none=False, flag="--num")
-        den = parse_params(args.den or [], none=False, flag="--den")
+        num = parse_params(args.num or [], none=False, flag="--num", target=results.target)
+        den = parse_params(args.den or [], none=False, flag="--den", target=results.target)
         found = results.ratio(num, den)
     except (OSError, ValueError, TypeError) as e:
         return _fail("ratio", e)
@@ -381,7 +472,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     try:
         from . import plot
 
-        check_output(args.output, what="--output")
+        check_output(args.output, what="--output", claim=True)
         fmt = os.path.splitext(os.fspath(args.output))[1].lstrip(".").lower()
         if fmt not in IMAGE_FORMATS:
             raise ValueError(f"--output {os.fspath(args.output)!r}: expected a file name ending "
@@ -389,7 +480,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
         results = load_results(args.results)
         kind = plot.choose_plot(results) if args.kind == "auto" else args.kind
         fig = plot.PLOTS[kind](results)
-        write_atomic(args.output, lambda f: fig.savefig(f, format=fmt, dpi=args.dpi), binary=True)
+        write_atomic(args.output, lambda f: fig.savefig(f, format=fmt, dpi=args.dpi,
+                                                        bbox_inches="tight"),  # no clipped labels
+                     binary=True)
     except (OSError, ValueError, ImportError) as e:
         return _fail("plot", e)
     print(f"# {kind} plot of {os.fspath(args.results)} written to {os.fspath(args.output)}")
@@ -430,24 +523,52 @@ def cmd_store_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_store_replay(args: argparse.Namespace) -> int:
+    """pycipherbench store --from PREFS.xml: the file replayed through every design."""
+    from . import replay
+
+    try:
+        budget = _budget_ms(args)
+        if args.json:
+            _check_json(args.json, "--json", args.force)
+        result = replay.replay(args.from_file, reads=replay.parse_reads(args.reads),
+                               sensitive=replay.DEFAULT_SENSITIVE if args.sensitive is None
+                               else args.sensitive, keep_values=args.keep_values,
+                               anonymize=True if args.anonymize else None,
+                               master_key_file=args.master_key_file,
+                               repeats=3 if args.quick else 10,
+                               min_time=0.0 if args.quick else 0.02, seed=args.seed,
+                               directory=args.directory, progress=not args.no_progress)
+    except (ValueError, TypeError, OSError, ImportError) as e:
+        return _fail("store --from", e)
+    if not result.records:
+        print("# Interrupted (Ctrl-C) before the first round finished: no figures.", file=sys.stderr)
+        return 130
+    print(result.format(budget))
+    if args.quick:
+        print(f"# {QUICK_NOTE}")
+    if args.json:
+        _write_json(args, args.json, result.to_dict())
+    return 130 if result.run.interrupted else 0
+
+
 def cmd_store(args: argparse.Namespace) -> int:
     from .sweep import run_points
 
     if args.action:
         return cmd_store_inspect(args)
+    if args.from_file is not None:  # issue 29: an app's own preferences file
+        return cmd_store_replay(args)
+    stray = [f for f, on in (("--reads", args.reads != "all"), ("--sensitive", args.sensitive),
+                             ("--keep-values", args.keep_values), ("--anonymize", args.anonymize),
+                             ("--master-key-file", args.master_key_file)) if on]
+    if stray:
+        return _fail("store", f"{', '.join(stray)} go(es) with --from PREFS.xml")
     if args.designs:  # issue 19: the store designs' start-up table
-        from .experiments import run_store_designs
-
-        try:
-            text = run_store_designs(args.quick, args.budget, directory=args.directory,
-                                     progress=not args.no_progress)
-        except (ValueError, TypeError, OSError, ImportError) as e:
-            return _fail("store --designs", e)
-        if not text:
-            print("# Interrupted (Ctrl-C) before the first round finished: no figures.", file=sys.stderr)
-            return 130
-        print(text)
-        return 0
+        return _store_designs(args)
+    if args.budget is not None:
+        return _fail("store", "--budget is the start-up budget of --designs; without "
+                              "--designs it means nothing (give --designs too)")
 
     n_keys = args.n_keys if args.n_keys is not None else (100 if args.quick else 1000)
     timing: dict[str, Any] = dict(STORE_TIMING[args.quick])
@@ -455,25 +576,63 @@ def cmd_store(args: argparse.Namespace) -> int:
         timing["directory"] = args.directory
     try:
         if args.json:
-            check_output(args.json, what="--json", keep_existing=not args.force)
+            _check_json(args.json, "--json", args.force)
         points = store_points(n_keys, hw_aes=not args.no_hw_aes, min_time=timing["min_time"])
         results = run_points("store", points, timing, seed=args.seed, progress=not args.no_progress,
-                             processes=args.processes)
+                             resume_hint="", processes=args.processes)
     except (ValueError, TypeError, OSError) as e:
         return _fail("store", e)
     if not len(results):
-        print("# Interrupted (Ctrl-C) before the first round finished: no figures.", file=sys.stderr)
+        print(f"# Interrupted ({interrupt_words()}) before the first round finished: no figures.", file=sys.stderr)
         return 130
     print(format_store(results, n_keys))
     if args.quick:
         print(f"# {QUICK_NOTE}")
     if not results.complete:
-        print(f"# Interrupted (Ctrl-C) after {rounds_text(results.measurements[0].n_rounds)}: "
+        print(f"# Interrupted ({interrupt_words()}) after {rounds_text(results.measurements[0].n_rounds)}: "
               "the figures above are from those rounds only.")
     if args.json:
-        results.save(args.json)
-        print(f"# Raw samples written to {os.fspath(args.json)}")
+        _write_json(args, args.json, results)
     return 0 if results.complete else 130
+
+
+#: The store flags --designs does not take (what it measures is fixed: every design on
+#: hardware AES, start-up cases of its own store size), with why.
+DESIGNS_REFUSES = {
+    "no_hw_aes": "--no-hw-aes (the designs run in this process, where AES-NI cannot be hidden)",
+    "json": "--json (its table is the result; no results file is written)",
+    "seed": "--seed (each run draws its own order)",
+    "n_keys": "--n-keys (the start-up cases have their own 100-entry store)",
+    "force": "--force (no file is written)",
+}
+
+
+def _budget_ms(args: argparse.Namespace) -> float:
+    """--budget (store --designs, store --from): the article's 900 ms unless given, > 0."""
+    budget = 900.0 if args.budget is None else args.budget
+    if not budget > 0:
+        raise ValueError(f"--budget must be a positive number of ms, not {budget:g}")
+    return budget
+
+
+def _store_designs(args: argparse.Namespace) -> int:
+    """store --designs: refuses the flags it does not apply, runs, exits 130 when cut."""
+    from .experiments import run_store_designs
+
+    given = [words for name, words in DESIGNS_REFUSES.items() if getattr(args, name)
+             not in (None, False)]
+    if given:
+        return _fail("store --designs", "does not take " + "; ".join(given))
+    try:
+        text, interrupted = run_store_designs(args.quick, _budget_ms(args), directory=args.directory,
+                                              progress=not args.no_progress)
+    except (ValueError, TypeError, OSError, ImportError) as e:
+        return _fail("store --designs", e)
+    if not text:
+        print("# Interrupted before the first round finished: no figures.", file=sys.stderr)
+        return 130
+    print(text)
+    return 130 if interrupted else 0
 
 
 def sweep_parameters_help() -> str:
@@ -516,13 +675,18 @@ def _add_sweep_commands(sub: Any) -> None:
         epilog=sweep_parameters_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     sw.add_argument("--param", action="append", metavar="NAME=V1,V2",
                     help="a parameter and its values (repeat for more parameters)")
-    sw.add_argument("--target", choices=("cipher", "store"), default="cipher")
+    sw.add_argument("--target", choices=("cipher", "store"), default="cipher",
+                    help="what is swept: measure() (default cipher) or store.bench() (store)")
     sw.add_argument("--repeats", type=int,
                     help="rounds (default 10): every point takes one sample per round")
-    sw.add_argument("--min-time", type=float, help="seconds per sample at least")
-    sw.add_argument("--warmup", type=float, help="seconds of warm-up per point")
+    sw.add_argument("--min-time", type=float,
+                    help="seconds per sample at least (default 0.05)")
+    sw.add_argument("--warmup", type=float,
+                    help="seconds of warm-up per point (default: as long as --min-time)")
     sw.add_argument("--seed", type=int, help="seed of the shuffled run order")
-    sw.add_argument("--out", required=True, help="results file (JSON, saved after every point)")
+    sw.add_argument("--out", required=True,
+                    help="results file (JSON, saved after every complete round; '-': standard "
+                         "output at the end, the table then on stderr)")
     sw.add_argument("--resume", action="store_true",
                     help="keep the points --out already holds and measure the rest")
     sw.add_argument("--force", action="store_true",
@@ -553,7 +717,7 @@ def _add_sweep_commands(sub: Any) -> None:
         "ratio", help="paired ratio of two kinds of points of one sweep, with a 95%% interval",
         description="For points of one sweep that differ only in the given parameters: the "
                     "per-round ratio of their ns per operation (the rounds were interleaved, so "
-                    "a slow period hits both alike), its median and 95%% interval. Example: "
+                    "a slow period hits both alike), its median and 95% interval. Example: "
                     "pycipherbench ratio r.json --num key_encryption=siv --den key_encryption=none")
     ra.add_argument("results", help="results file (JSON) of a sweep")
     ra.add_argument("--num", action="append", metavar="NAME=VALUE", required=True,
@@ -589,17 +753,60 @@ def _add_sweep_commands(sub: Any) -> None:
     st.add_argument("--directory", help="where the stores' files go (fsync costs depend on it)")
     st.add_argument("--seed", type=int, help="seed of the shuffled run order")
     st.add_argument("--json", metavar="FILE", help="also save the results (raw samples); with "
-                    "inspect: the description as JSON ('-': standard output)")
+                    "inspect: the description as JSON ('-': standard output, the table then "
+                    "on stderr)")
     st.add_argument("--force", action="store_true",
                     help="replace an existing --json file (without it, an existing file is kept)")
     st.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     st.add_argument("--designs", action="store_true",
                     help="the start-up table of the store designs (ESP, cache, tiered, lazy, "
                          "SQLCipher 4, SQLite, an MMKV design model): which fits --budget")
-    st.add_argument("--budget", type=float, default=900.0,
-                    help="with --designs: the start-up budget in ms (default 900, the article's)")
+    st.add_argument("--budget", type=float, default=None,
+                    help="with --designs or --from: the start-up budget in ms (default 900, "
+                         "the article's)")
+    # issue 29: replay an app's own preferences file through every design
+    st.add_argument("--from", dest="from_file", metavar="PREFS.xml",
+                    help="replay this SharedPreferences XML (adb shell run-as PKG cat "
+                         "shared_prefs/NAME.xml) through every design: first launch with the "
+                         "migration, cold and warm start, one apply, footprint")
+    st.add_argument("--reads", default="all", metavar="NAMES|all",
+                    help="with --from: the names read at start-up, comma-separated (default all)")
+    st.add_argument("--sensitive", default=None, metavar="REGEX",
+                    help="with --from: names the tiered designs encrypt (default: token, secret, "
+                         "password, auth, session, ... in the name)")
+    st.add_argument("--keep-values", action="store_true",
+                    help="with --from: store the file's own values (default: random ones of the "
+                         "same type and size)")
+    st.add_argument("--anonymize", action="store_true",
+                    help="with --from: random names of the same lengths (the default for an ESP "
+                         "file without --master-key-file)")
+    st.add_argument("--master-key-file", metavar="KEY",
+                    help="with --from and an ESP file: its master key (without it, only sizes)")
     add_processes_option(st)
     st.set_defaults(func=cmd_store)
+
+
+def inspect_parser() -> argparse.ArgumentParser:
+    """``pycipherbench store inspect FILE``: its own parser, so that --help is its help."""
+    ins = argparse.ArgumentParser(
+        prog="pycipherbench store inspect",
+        description="Describe a store file without any key: layout, the keysets' key ids, "
+                    "type URLs, status and primary (Tink's plaintext keyset_info), entries per "
+                    "key id.")
+    ins.add_argument("file", metavar="FILE", help="the store's XML file")
+    ins.add_argument("--json", metavar="OUT", help="also write the description as JSON "
+                     "('-': standard output, and nothing else there)")
+    return ins
+
+
+def _version() -> str:
+    """The installed distribution's version, else pyproject's (an in-tree checkout)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("pycipherbench")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -609,7 +816,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "kernels (speed, sweep --target cipher), libraries (backends), an encrypted "
                     "key-value store (store, sweep --target store), and their results files "
                     "(compare, ratio, plot). 'pycipherbench COMMAND --help' says what each takes.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     speed = sub.add_parser(
         "speed", help="the seed article's cipher speed table, measured on this machine",
         description="Encrypt and decrypt a payload with every transformation of the seed "
@@ -620,7 +828,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="3 short rounds: done in well under a minute, rough numbers")
     speed.add_argument("--no-hw-aes", action="store_true",
                        help="hide AES-NI/PCLMULQDQ (ARM: AES/PMULL) from OpenSSL, as on a CPU without them")
-    speed.add_argument("--json", metavar="FILE", help="also write every measurement with raw samples")
+    speed.add_argument("--json", metavar="FILE", help="also write every measurement with raw "
+                       "samples ('-': standard output, the table then on stderr)")
     speed.add_argument("--force", action="store_true",
                        help="replace an existing --json file (without it, an existing file is kept)")
     speed.add_argument("--yes", action="store_true",
@@ -683,14 +892,48 @@ def _show_warning(message: Any, category: Any, filename: str, lineno: int,
     print(f"# WARNING: {message}", file=file or sys.stderr)
 
 
+def _json_destination(args: argparse.Namespace) -> str | None:
+    """Where the command writes its JSON (None: nowhere); store inspect prints its own."""
+    if args.command == "sweep":
+        return str(args.out)
+    if args.command == "store" and args.action:
+        return None
+    return getattr(args, "json", None)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line: its exit status (0; 2 a usage or input error; 130 Ctrl-C, 143
+    SIGTERM, 129 SIGHUP, each after keeping the complete rounds)."""
+    import contextlib
+
+    from ._interrupt import TerminateAsInterrupt
+
     warnings.showwarning = _show_warning
-    args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args))
-    except KeyboardInterrupt:  # Ctrl-C where nothing was left to keep: one line, no traceback
-        print("# Interrupted (Ctrl-C).", file=sys.stderr)
-        return 130
+    parser = build_parser()
+    given = sys.argv[1:] if argv is None else list(argv)
+    if given[:2] == ["store", "inspect"]:  # its own usage and --help
+        args = inspect_parser().parse_args(given[2:])
+        args.command, args.action, args.func = "store", ["inspect", args.file], cmd_store_inspect
+    else:
+        args = parser.parse_args(given)
+    if args.command is None:  # bare pycipherbench: what it does and its commands
+        parser.print_help()
+        return 0
+    args.stdout = sys.stdout
+    # --json - / --out -: standard output holds the JSON only, so the tables go to stderr
+    quiet = (contextlib.redirect_stdout(sys.stderr) if _json_destination(args) == STDOUT
+             else contextlib.nullcontext())
+    with TerminateAsInterrupt() as signals, quiet, claims_released():
+        try:
+            rc = int(args.func(args))
+        except KeyboardInterrupt:  # where nothing was left to keep: one line, no traceback
+            print(f"# Interrupted ({signals.words()}).", file=sys.stderr)
+            rc = 130
+        except BrokenPipeError:  # `pycipherbench ... | head`: the reader left; no traceback
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            rc = 141  # 128 + SIGPIPE, as the shell reports it
+    return signals.status(rc)
 
 
 if __name__ == "__main__":

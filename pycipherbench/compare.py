@@ -101,6 +101,21 @@ class Comparison:
             columns.append((name, dtype, [getattr(r, name) for r in self.rows]))
         return structured_array(columns, len(self.rows))
 
+    def _note_lines(self) -> list[str]:
+        """Each distinct note once, naming the rows it is about."""
+        rows: dict[str, list[str]] = {}
+        for r in self.rows:
+            if r.note:
+                rows.setdefault(r.note, []).append(
+                    " ".join(f"{k}={format_cell(v)}" for k, v in r.params.items()) or "the point")
+        out = []
+        for note, labels in sorted(rows.items()):
+            which = ("every row" if len(labels) == len(self.rows) > 1 else
+                     "; ".join(labels[:4]) + (f"; and {len(labels) - 4} more" if len(labels) > 4
+                                              else ""))
+            out.append(f"{note} ({which})")
+        return out
+
     def table(self) -> str:
         """The comparison as an aligned text table (what ``pycipherbench compare`` prints)."""
         names = self.param_names
@@ -115,8 +130,7 @@ class Comparison:
                      f"guarded against drift within a run: pycipherbench.stats.compare_rounds)")
         if not self.rows:
             lines = [f"no matched points: {self.unmatched_reason()}"]
-        notes = sorted({r.note for r in self.rows if r.note})
-        lines += notes
+        lines += self._note_lines()
         if self.unmatched or self.unmatched_baseline:
             lines.append(f"unmatched points: {len(self.unmatched)} only here, "
                          f"{len(self.unmatched_baseline)} only in the baseline")
@@ -201,6 +215,16 @@ def compare(
             + "; ".join(diffs) + "): their timings say as much about the machines as about "
             "the code. Pass allow_different_machines=True (CLI: --allow-different-machines) "
             "to compare anyway.")
+    if isinstance(ignore, str):
+        raise TypeError(f"ignore must be a list of parameter names, not the string {ignore!r}")
+    from ._names import nearest
+
+    known = set(param_names(results.params)) | set(param_names(baseline.params))
+    for name in ignore:
+        if name not in known:
+            raise ValueError(f"ignore: no point of either file has a parameter {name!r}"
+                             f"{nearest(name, sorted(known))}; they have "
+                             f"{', '.join(sorted(known)) or 'no parameters'}")
     ignored = set(ignore)
     mine, theirs = _index(results, ignored), _index(baseline, ignored)
     rows = [_compare_point({k: v for k, v in results.params[i].items() if k not in ignored},
@@ -238,6 +262,57 @@ def _check_names(results: Results, side: str, want: dict[str, Any]) -> None:
                              f"the points have {', '.join(known) or 'no parameters'}")
 
 
+def _applies(target: str, name: str, point: dict[str, Any]) -> bool:
+    from .sweep import applies  # the grid rules: what a point of this target drops
+
+    return applies(target, name, point)  # type: ignore[arg-type]
+
+
+def _pairs(target: str, p: dict[str, Any], q: dict[str, Any], varied: set[str]) -> bool:
+    """Whether points ``p`` and ``q`` are equal in every parameter outside ``varied``; one
+    that only one of them has pairs where it does not apply to the other (a plain store
+    point has no hw_aes: it pairs with the encrypted point of hw_aes=False)."""
+    for k in (p.keys() | q.keys()) - varied:
+        if k in p and k in q:
+            if not same_value(p[k], q[k]):
+                return False
+        else:  # the value one has, tried on the other
+            has, lacks = (p, q) if k in p else (q, p)
+            if _applies(target, k, {**lacks, k: has[k]}):
+                return False
+    return True
+
+
+def _check_sides(results: Results, numerator: dict[str, Any], denominator: dict[str, Any]) -> None:
+    """A ValueError unless the two sides name the same parameters (a name on one side only
+    is allowed where the other side's points lack it: it does not apply to them), and
+    differ in at least one value."""
+    sides = (("numerator", numerator, "denominator", denominator),
+             ("denominator", denominator, "numerator", numerator))
+    for side, mine, other_side, other in sides:
+        for k in mine.keys() - other.keys():
+            if any(k in p for p in results.params if _matches(p, other)):
+                raise ValueError(
+                    f"{k} is given for the {side} only, but the {other_side} points have it too: "
+                    f"numerator and denominator must differ in the same parameters (give the "
+                    f"{other_side} {k}= as well; {k}={mine[k]!r} on both sides holds it equal)")
+    if numerator.keys() == denominator.keys() and all(
+            same_value(v, denominator[k]) for k, v in numerator.items()):
+        raise ValueError(f"numerator and denominator name the same points ({numerator}): "
+                         "a ratio compares points that differ in a parameter")
+
+
+class Ratios(list):  # type: ignore[type-arg]
+    """The ratios of several pairs (a list of :class:`~pycipherbench.stats.Ratio`), shown one
+    line each with the parameters that tell the pairs apart, not as dataclass reprs."""
+
+    def __repr__(self) -> str:
+        return "\n".join(f"{r}" + (f"  ({', '.join(f'{k}={v}' for k, v in r.params.items())})"
+                                   if r.params else "") for r in self)
+
+    __str__ = __repr__
+
+
 def ratios(results: Results, numerator: dict[str, Any], denominator: dict[str, Any]) -> list[Ratio]:
     """Paired ratios (numerator / denominator, of ns per operation) of the points of one
     sweep that differ only in the given parameters: see :meth:`Results.ratio`."""
@@ -248,16 +323,18 @@ def ratios(results: Results, numerator: dict[str, Any], denominator: dict[str, A
         raise TypeError("numerator and denominator must be dicts of parameter values")
     _check_names(results, "numerator", numerator)
     _check_names(results, "denominator", denominator)
+    _check_sides(results, numerator, denominator)
     varied = set(numerator) | set(denominator)
     nums = [(p, m) for p, m in results.items() if _matches(p, numerator)]
-    dens = {point_key({k: v for k, v in p.items() if k not in varied}): (p, m)
-            for p, m in results.items() if _matches(p, denominator)}
-    out: list[Ratio] = []
+    dens = [(p, m) for p, m in results.items() if _matches(p, denominator)]
+    out: list[Ratio] = Ratios()
     for p, m in nums:
         rest = {k: v for k, v in p.items() if k not in varied}
-        pair = dens.get(point_key(rest))
-        if pair is None or pair[0] is p:
+        fits = [(q, d) for q, d in dens if q is not p and _pairs(results.target, p, q, varied)]
+        if not fits:
             continue
+        exact = [(q, d) for q, d in fits if q.keys() - varied == rest.keys()]
+        pair = (exact or fits)[0]
         d = pair[1]
         if len(m.samples) != len(d.samples):
             raise ValueError(f"the points {p} and {pair[0]} have {len(m.samples)} and "

@@ -42,10 +42,11 @@ from .engine_bench import ScratchPoint, nivcsw, random_text
 from ._format import format_ns, format_table
 from ._record import Record
 from ._rounds import DEFAULT_ROUNDS, PointData, RunInfo, run_plans, Plan, record_fields
-from .stats import paired_ratio, summarize_warnings
+from .stats import median_ci, paired_ratio, summarize_warnings
 
 __all__ = ["DESIGNS", "GIVES_UP", "LEVEL_NOTE", "DesignMeasurement", "plan_design", "run",
-           "format_designs", "budget_sentences"]
+           "format_designs", "budget_sentences", "format_replay", "replay_verdict", "replay_choice", "fit_words", "AUTHENTICATED",
+           "PHONE_NOTE", "build_record", "check_design_names"]
 
 #: design -> (engine, engine options): what :func:`plan_design` opens.
 DESIGNS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -89,16 +90,19 @@ LEVEL_NOTE = ("timed at the Python call (perf_counter_ns around open/get/put, ca
 class DesignMeasurement(Record):
     """One design's start-up rounds (ns per start-up), or an engine's per-op workload.
 
-    ``design``, ``workload`` (``"startup_cold"``, ``"startup_warm"`` or a per-op one),
-    ``params``; ``durable_samples`` (ns until durable, per round); ``disk_bytes`` of the
-    store after the run's first sample; ``engine_version`` (SQLCipher's cipher_version,
-    or None); ``level`` is always ``"python"`` (see :data:`LEVEL_NOTE`)."""
+    ``design``, ``workload`` (``"startup_cold"``, ``"startup_warm"``, a phase of
+    :data:`pycipherbench.replay.PHASES` or a per-op one), ``params``; ``durable_samples``
+    (ns until durable, per round); ``disk_bytes`` of the store after the run's first
+    sample; ``heap_bytes``, the store's own heap after a replay's cold start (ESP's
+    stores; None where the engine does not say); ``engine_version`` (SQLCipher's
+    cipher_version, or None); ``level`` is always ``"python"`` (see :data:`LEVEL_NOTE`)."""
 
     design: str
     workload: str
     params: dict[str, Any]
     durable_samples: np.ndarray | None = None
     disk_bytes: int = 0
+    heap_bytes: int | None = None
     engine_version: str | None = None
     level: str = "python"
     gives_up: str = ""
@@ -112,7 +116,7 @@ class DesignMeasurement(Record):
     def to_dict(self) -> dict[str, Any]:
         return {"design": self.design, "workload": self.workload, "params": dict(self.params),
                 "level": self.level, "engine_version": self.engine_version,
-                "disk_bytes": self.disk_bytes, "gives_up": self.gives_up, **super().to_dict(),
+                "disk_bytes": self.disk_bytes, "heap_bytes": self.heap_bytes, "gives_up": self.gives_up, **super().to_dict(),
                 "durable_median": self.durable_median}
 
     def _label(self) -> str:
@@ -209,16 +213,33 @@ class _StartupPoint(ScratchPoint):
         self._record(blocked, durable, cpu, niv, durable, canary)  # the call lasts until durable
 
 
-def _build(data: PointData, run: RunInfo, *, design: str, workload: str, params: dict[str, Any],
-           point: _StartupPoint, min_time: float, repeats: int) -> DesignMeasurement:
+def build_record(data: PointData, run: RunInfo, *, design: str, workload: str,
+                 params: dict[str, Any], point: Any, min_time: float,
+                 repeats: int) -> DesignMeasurement:
+    """The record of a design's point (a start-up here, a replay phase in
+    :mod:`pycipherbench.replay`): ``point`` has ``disk_bytes`` (and maybe ``heap_bytes``)."""
     fields = record_fields(data, run, repeats=repeats)
     fields["tsc_samples"] = None  # no TSC at the Python call
     engine = DESIGNS[design][0]
     return DesignMeasurement(
         design=design, workload=workload, params=params, payload=0, hw_aes=True,
         min_time=min_time, durable_samples=np.asarray(data.extra.get("durable_ns", []), dtype=np.float64),
-        disk_bytes=point.disk_bytes, engine_version=engines.engine_version(engine),
-        gives_up=GIVES_UP[design], **fields)
+        disk_bytes=point.disk_bytes, heap_bytes=getattr(point, "heap_bytes", None),
+        engine_version=engines.engine_version(engine), gives_up=GIVES_UP[design], **fields)
+
+
+def check_design_names(designs: Sequence[str]) -> None:
+    """ValueError naming the nearest design for a name not in :data:`DESIGNS`; the clear
+    error naming the extra when SQLCipher's binding is missing for a design that needs it."""
+    import difflib
+
+    for design in designs:
+        if design not in DESIGNS:
+            close = difflib.get_close_matches(str(design), DESIGNS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"design must be one of {list(DESIGNS)}, not {design!r}{hint}")
+        if DESIGNS[design][0] == "sqlcipher":
+            engines._sqlcipher()
 
 
 def _check_fraction(name: str, value: float) -> None:
@@ -246,12 +267,7 @@ def plan_design(design: str, *, cold: bool = False, n_entries: int = 100, n_read
     ``sensitive_fraction``; 0 is a start-up path that needs no secret, where
     ``tiered_lazy`` never opens its encrypted store); then puts ``writes`` items and
     ``apply()``s."""
-    if design not in DESIGNS:
-        import difflib
-
-        close = difflib.get_close_matches(str(design), DESIGNS, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"design must be one of {list(DESIGNS)}, not {design!r}{hint}")
+    check_design_names([design])
     if not isinstance(cold, bool):
         raise TypeError(f"cold must be a bool, not {type(cold).__name__}")
     _check_count("n_entries", n_entries, 0)
@@ -264,8 +280,6 @@ def plan_design(design: str, *, cold: bool = False, n_entries: int = 100, n_read
         sensitive_reads = sensitive_fraction
     _check_fraction("sensitive_reads", sensitive_reads)
     _check_fraction("missing_fraction", missing_fraction)
-    if DESIGNS[design][0] == "sqlcipher":
-        engines._sqlcipher()  # the clear error naming the extra, before anything runs
     if directory is not None and not os.path.isdir(directory):
         raise NotADirectoryError(f"directory={directory!r} is not an existing directory")
     point = _StartupPoint(design, cold=cold, n_entries=n_entries, n_reads=n_reads, writes=writes,
@@ -279,7 +293,7 @@ def plan_design(design: str, *, cold: bool = False, n_entries: int = 100, n_read
     workload = "startup_cold" if cold else "startup_warm"
     import functools
 
-    build = functools.partial(_build, design=design, workload=workload, params=params,
+    build = functools.partial(build_record, design=design, workload=workload, params=params,
                               point=point, min_time=min_time, repeats=repeats)
     return Plan(point, build)
 
@@ -314,6 +328,71 @@ def _ms(ns: float) -> str:
     return f"{ns / 1e6:,.2f} ms" if ns >= 1e6 else format_ns(ns)
 
 
+def _durable_cells(m: DesignMeasurement, base: DesignMeasurement | None) -> list[str]:
+    """The time until durable: its median, interval, and paired ratio to ``base``'s."""
+    d = m.durable_samples
+    if d is None or not len(d):
+        return ["-", "-", "-"]
+    low, high = median_ci(d)
+    cells = [_ms(float(np.median(d))), f"[{_ms(low)}, {_ms(high)}]"]
+    if base is None or m is base or base.durable_samples is None:
+        return cells + ["1 (baseline)" if m is base else "-"]
+    r = paired_ratio(d, base.durable_samples)
+    return cells + [f"{r.estimate:.2f}x [{r.low:.2f}, {r.high:.2f}]"]
+
+
+def _design_table(group: Sequence[DesignMeasurement], base: DesignMeasurement | None,
+                  budget_ms: float | None, durable: bool = True, durable_ci: bool = False) -> str:
+    """One table: each design's blocked time, its interval (with the coverage it really
+    has), the paired ratio to ``base``, the durable time (with ``durable_ci`` its interval
+    and paired ratio too), whether it fits the budget."""
+    rows = []
+    for m in group:
+        low, high = m.ci
+        r = "-" if base is None or m is base else _ratio(m, base)
+        ratio = "1 (baseline)" if m is base else (r if isinstance(r, str) else
+                                                  f"{r.estimate:.2f}x [{r.low:.2f}, {r.high:.2f}]")
+        row = [m.design, _ms(m.median),
+               f"[{_ms(low)}, {_ms(high)}]" if m.n_rounds > 1 else "none (1 round)", ratio]
+        if durable_ci:
+            row += _durable_cells(m, base)
+        elif durable:
+            row.append("-" if m.durable_median is None else _ms(m.durable_median))
+        if budget_ms is not None:
+            row.append("yes" if high <= budget_ms * 1e6 else
+                       "median only" if m.median <= budget_ms * 1e6 else "no")
+        rows.append(row)
+    worst = min(group, key=lambda m: m.ci_level)  # the coverage the column really has
+    cover = ("no interval" if worst.n_rounds <= 1 else "95% interval" if worst.ci_level >= 0.95
+             else f"{worst.ci_level:.0%} interval*")
+    head = ["design", "blocked", cover, "vs plain (paired)"]
+    if durable_ci:
+        head += ["durable", "interval", "durable vs plain"]
+    elif durable:
+        head.append("durable")
+    if budget_ms is not None:
+        head.append(f"fits {budget_ms:g} ms")
+    table = format_table(head, rows)
+    return table if worst.ci_level >= 0.95 else f"{table}\n* {worst.ci_words}"
+
+
+def fit_words(group: Sequence[DesignMeasurement], budget_ms: float) -> str:
+    """Which designs of ``group`` (one case or phase) fit ``budget_ms`` with their whole
+    interval, which by the median only,
+    which miss it, and the slowest: words from the data."""
+    fit = [m.design for m in group if m.ci[1] <= budget_ms * 1e6]
+    near = [m.design for m in group if m.median <= budget_ms * 1e6 < m.ci[1]]
+    miss = [m.design for m in group if m.median > budget_ms * 1e6]
+    slowest = max(group, key=lambda m: m.median)
+    s = (f"{', '.join(fit)} fit{'s' if len(fit) == 1 else ''} {budget_ms:g} ms with the whole "
+         "interval" if fit else f"no design fits {budget_ms:g} ms with its whole interval")
+    if near:
+        s += f"; {', '.join(near)} only by the median"
+    if miss:
+        s += f"; {', '.join(miss)} miss{'es' if len(miss) == 1 else ''} it"
+    return s + f" (slowest: {slowest.design}, {_ms(slowest.median)})."
+
+
 def format_designs(records: Sequence[DesignMeasurement], budget_ms: float | None = None) -> str:
     """The start-up table: per case, each design's blocked and durable time with its
     interval, the paired ratio to plain SharedPreferences, and what it gives up;
@@ -331,22 +410,7 @@ def format_designs(records: Sequence[DesignMeasurement], budget_ms: float | None
                      f"({p['missing_fraction']:.0%} never set) + {p['writes']} write(s) + apply; "
                      f"tiered: {p['sensitive_fraction']:.0%} of entries sensitive, "
                      f"{p['sensitive_reads']:.0%} of the stored reads")
-        rows = []
-        for m in group:
-            low, high = m.ci
-            r = "-" if base is None or m is base else _ratio(m, base)
-            ratio = "1 (baseline)" if m is base else (r if isinstance(r, str) else
-                                                      f"{r.estimate:.2f}x [{r.low:.2f}, {r.high:.2f}]")
-            row = [m.design, _ms(m.median), f"[{_ms(low)}, {_ms(high)}]", ratio,
-                   "-" if m.durable_median is None else _ms(m.durable_median)]
-            if budget_ms is not None:
-                row.append("yes" if high <= budget_ms * 1e6 else
-                           "median only" if m.median <= budget_ms * 1e6 else "no")
-            rows.append(row)
-        head = ["design", "blocked", "95% interval", "vs plain (paired)", "durable"]
-        if budget_ms is not None:
-            head.append(f"fits {budget_ms:g} ms")
-        lines.append(format_table(head, rows))
+        lines.append(_design_table(group, base, budget_ms))
         lines.append("")
     vers = {m.engine_version for m in records
             if m.engine_version and DESIGNS[m.design][0] == "sqlcipher"}
@@ -373,19 +437,171 @@ def budget_sentences(records: Sequence[DesignMeasurement], budget_ms: float) -> 
         cases.setdefault(tuple(sorted(m.params.items())), []).append(m)
     for group in cases.values():
         p = group[0].params
-        fit = [m.design for m in group if m.ci[1] <= budget_ms * 1e6]
-        near = [m.design for m in group if m.median <= budget_ms * 1e6 < m.ci[1]]
-        miss = [m.design for m in group if m.median > budget_ms * 1e6]
-        slowest = max(group, key=lambda m: m.median)
         kind = "cold" if p["cold"] else f"warm ({p['n_entries']:,} entries)"
         secret = ", no secret read" if p.get("sensitive_reads", 1) == 0 else ""
-        s = (f"{kind.capitalize()}, {p['n_reads']} reads{secret}: "
-             + (f"{', '.join(fit)} fit{'s' if len(fit) == 1 else ''} {budget_ms:g} ms with "
-                "the whole interval" if fit else f"no design fits {budget_ms:g} ms with its whole interval"))
-        if near:
-            s += f"; {', '.join(near)} only by the median"
-        if miss:
-            s += f"; {', '.join(miss)} miss{'es' if len(miss) == 1 else ''} it"
-        s += f" (slowest: {slowest.design}, {_ms(slowest.median)})."
-        out.append(s)
+        out.append(f"{kind.capitalize()}, {p['n_reads']} reads{secret}: " + fit_words(group, budget_ms))
     return out
+
+
+# -- a replayed preferences file (pycipherbench.replay)
+
+#: Designs that encrypt every entry with authentication, the verdict's first choice.
+AUTHENTICATED = ("esp", "esp_cache", "sqlcipher")
+#: How to run the same replay on a phone (Termux), for the report's last line.
+PHONE_NOTE = ("a phone is slower than this machine (its cores and its flash's fsync alike), and "
+              "these figures are this machine's: run the same on the phone in Termux (pkg install "
+              "python clang openssl pkg-config; pip install pycipherbench; pycipherbench store --from FILE)")
+
+_PHASE_TITLES = {
+    "first_launch": "first launch after the update: migration (open the plain file, read all, "
+                    "create the store, write all, remove the plain file; tiered: the sensitive "
+                    "entries moved; plain: nothing) + the reads",
+    "cold_start": "a later cold start: open + the reads",
+    "warm_start": "warm start: the reads on an open store",
+    "apply": "one apply() of a typical write",
+}
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in ("a", "e", "i", "o", "u") else "a"
+
+
+def _by_phase(records: Sequence[DesignMeasurement]) -> dict[str, list[DesignMeasurement]]:
+    out: dict[str, list[DesignMeasurement]] = {}
+    for m in records:
+        out.setdefault(m.workload, []).append(m)
+    return out
+
+
+def replay_choice(records: Sequence[DesignMeasurement], budget_ms: float) -> str | None:
+    """The design :func:`replay_verdict` names: among the designs that fit ``budget_ms`` at
+    first launch and at cold start with their whole interval, the fastest at cold start
+    that encrypts every entry with authentication (:data:`AUTHENTICATED`; of those the
+    paired ratios cannot tell from the fastest, the one that gives up least, in that
+    tuple's order), else the fastest that encrypts at all; None if none fits."""
+    phases = _by_phase(records)
+    first = {m.design: m for m in phases.get("first_launch", [])}
+    cold = {m.design: m for m in phases.get("cold_start", [])}
+    limit = budget_ms * 1e6
+    fits = [d for d in cold if cold[d].ci[1] <= limit and (d not in first or first[d].ci[1] <= limit)]
+    strong = [d for d in fits if d in AUTHENTICATED]
+    encrypted = [d for d in fits if d not in ("plain", "sqlite")]
+    pool = strong or encrypted
+    if not pool:
+        return None
+    fastest = min(pool, key=lambda d: cold[d].median)
+    if fastest not in AUTHENTICATED:
+        return fastest
+    # a design that gives up less (earlier in AUTHENTICATED) wins when the paired ratios
+    # cannot tell it from the fastest
+    for d in AUTHENTICATED:
+        if d in pool:
+            r = _ratio(cold[d], cold[fastest])
+            if d == fastest or (not isinstance(r, str) and r.low <= 1.0):
+                return d
+    return fastest
+
+
+def replay_verdict(records: Sequence[DesignMeasurement], budget_ms: float) -> str:
+    """Which design, for this file on this machine (:func:`replay_choice`), and why, in
+    words computed from the records: its first launch and cold start with their
+    intervals, its paired ratio to plain SharedPreferences, the designs not told apart
+    from it, or what it gives up."""
+    phases = _by_phase(records)
+    first = {m.design: m for m in phases.get("first_launch", [])}
+    cold = {m.design: m for m in phases.get("cold_start", [])}
+    if not cold:
+        return "No cold start was measured: no verdict."
+    pick = replay_choice(records, budget_ms)
+    if pick is None:
+        enc = [d for d in cold if d not in ("plain", "sqlite")]
+        fastest = min(enc, key=lambda d: cold[d].median) if enc else None
+        tail = (f"; the fastest encrypted one at cold start is {fastest} "
+                f"({_ms(cold[fastest].median)})" if fastest else "")
+        return (f"No encrypted design fits {budget_ms:g} ms at both first launch and cold start "
+                f"with its whole interval on this machine{tail}.")
+    c = cold[pick]
+    s = (f"{pick} fits {budget_ms:g} ms at "
+         + (f"first launch ({_ms(first[pick].median)} [{_ms(first[pick].ci[0])}, "
+            f"{_ms(first[pick].ci[1])}]) and " if pick in first else "")
+         + f"cold start ({_ms(c.median)} [{_ms(c.ci[0])}, {_ms(c.ci[1])}])")
+    if "plain" in cold and pick != "plain":
+        r = _ratio(c, cold["plain"])
+        if not isinstance(r, str):
+            s += f", {r.estimate:.2f}x plain SharedPreferences at cold start (paired)"
+    if pick in AUTHENTICATED:
+        others = [d for d in cold if d in AUTHENTICATED and d != pick
+                  and cold[d].ci[1] <= budget_ms * 1e6
+                  and (d not in first or first[d].ci[1] <= budget_ms * 1e6)]
+        faster = [d for d in others if cold[d].median < c.median]
+        tied = []
+        for d in others:
+            r = _ratio(cold[d], c)
+            if not isinstance(r, str) and r.low <= 1.0:
+                tied.append(f"{d} {r.estimate:.2f}x [{r.low:.2f}, {r.high:.2f}]")
+        s += ("; of the designs that fit and encrypt every entry with authentication"
+              + (f" ({', '.join([pick, *others])})" if others else "")
+              + (" the fastest at cold start" if not faster else
+                 f" the one that gives up least among those the paired ratios cannot tell from "
+                 f"the fastest ({', '.join(faster)} by the median)"))
+        s += (f"; not told apart from it: {', '.join(tied)}." if tied else ".")
+    else:
+        s += (f"; no design that encrypts every entry with authentication fits, and {pick} "
+              f"gives up: {GIVES_UP[pick]}.")
+    return s
+
+
+def format_replay(result: Any, budget_ms: float | None = None) -> str:
+    """The report of :func:`pycipherbench.replay.replay` (a ``ReplayResult``): the file
+    and the workload made from it, one table per phase (blocked time with its interval,
+    the paired ratio to plain SharedPreferences, durable time where a phase writes, the
+    budget), the footprint, the budget sentences and the verdict, the machine."""
+    from ._machine import machine
+
+    w, p = result.workload, result.records[0].params if result.records else {}
+    lines = [f"# Replay of {result.prefs.summary()}",
+             f"# names {'anonymized (random, same lengths)' if w.anonymized else 'kept'}; values "
+             f"{'kept' if w.kept_values else 'random of the same type and size'}; start-up reads: "
+             f"{len(w.reads)}" + (f" ({w.missing_reads} never set)" if w.missing_reads else "")
+             + (f"; tiered: {len(w.sensitive)} sensitive names" if w.source != "esp-sizes" else
+                "; tiered: no name is known (sealed), so none is sensitive")
+             + f"; typical write: {_article(p.get('write_type', '?'))} {p.get('write_type', '?')} of "
+             f"{p.get('write_bytes', 0):,} bytes; "
+             f"{result.run.rounds} rounds, every design and phase interleaved"]
+    phases = _by_phase(result.records)
+    for phase, group in phases.items():
+        base = next((m for m in group if m.design == "plain"), None)
+        lines.append(f"## {_PHASE_TITLES.get(phase, phase)}")
+        durable = phase in ("first_launch", "apply")
+        startup = phase in ("first_launch", "cold_start")
+        lines.append(_design_table(group, base, budget_ms if startup else None, durable=False,
+                                   durable_ci=durable))
+        lines.append("")
+    cold = phases.get("cold_start", [])
+    if cold:
+        rows = [[m.design, f"{m.disk_bytes:,}", "-" if m.heap_bytes is None else f"{m.heap_bytes:,}"]
+                for m in cold]
+        lines.append("## footprint after a cold start (bytes; heap: the store's own, where the "
+                     "engine reports it)")
+        lines.append(format_table(["design", "disk", "heap"], rows))
+        lines.append("")
+    if budget_ms is not None:
+        lines.append(f"# Budget {budget_ms:g} ms of blocked start-up time:")
+        for phase in ("first_launch", "cold_start"):
+            if phase in phases:
+                lines.append(f"#   {phase.replace('_', ' ').capitalize()}: "
+                             + fit_words(phases[phase], budget_ms))
+        lines.append(f"# For this app on this machine: {replay_verdict(result.records, budget_ms)}")
+    mach = machine()
+    lines.append(f"# Machine: {mach['cpu_model']}, {mach['cores']} cores, {mach['platform']}; "
+                 f"{mach['openssl_version']}")
+    lines.append("# What each design gives up:")
+    for d in dict.fromkeys(m.design for m in result.records):
+        lines.append(f"#   {d}: {GIVES_UP[d]}")
+    lines.append("# Level: " + LEVEL_NOTE)
+    lines.append("# " + PHONE_NOTE[0].upper() + PHONE_NOTE[1:] + ".")
+    if result.run.interrupted:
+        lines.append(f"# Interrupted (Ctrl-C) after {result.run.rounds} rounds.")
+    warns = summarize_warnings([m.warnings for m in result.records], noun="rows")
+    lines += [f"# WARNING {x}" for x in warns]
+    return "\n".join(lines)

@@ -27,8 +27,10 @@ driven the same way (``store.open``) beside it: same level, same rounds.
   opens the ESP store on first use of a sensitive name.
 
 Handles are not thread-safe (one caller at a time); each engine's own thread safety is
-what its library gives. Values are str (the start-up scenario's); ``get`` returns None
-for a missing name.
+what its library gives. Values are str (the start-up scenario's) or, for a replayed
+preferences file (:mod:`pycipherbench.replay`), any preference type: int, :class:`Long`,
+float, bool, a set of str; ``get`` returns None for a missing name (the MMKV model, which
+like MMKV keeps no type, decodes by the ``kind`` the caller names).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import Any, Protocol
 
 from . import store
 
-__all__ = ["ENGINES", "Handle", "MMKV_MODEL", "PEERS_HINT", "Tiered", "cipher_version",
+__all__ = ["ENGINES", "Handle", "Long", "MMKV_MODEL", "encode_mmkv_value", "decode_mmkv_value", "put_typed", "PEERS_HINT", "Tiered", "cipher_version",
            "decode_mmkv_string", "encode_mmkv_string", "engine_version", "encode_esp_value",
            "decode_esp_value", "disk_bytes", "open_engine"]
 
@@ -51,6 +53,31 @@ ENGINES = ("esp", "sqlcipher", "mmkv", "tiered")
 PEERS_HINT = 'pip install "pycipherbench[peers]"'
 
 _STRING, _STRING_SET, _INT, _LONG, _FLOAT, _BOOLEAN = range(6)
+
+
+class Long(int):
+    """An int stored as a Java long (``putLong``) even where it fits 32 bits."""
+
+    __slots__ = ()
+
+
+def put_typed(editor: Any, name: str, value: Any) -> None:
+    """``editor.put_<type>(name, value)`` for a preference value of any type."""
+    if isinstance(value, bool):
+        editor.put_bool(name, value)
+    elif isinstance(value, str):
+        editor.put_string(name, value)
+    elif isinstance(value, Long) or (isinstance(value, int) and not -2**31 <= value < 2**31):
+        editor.put_long(name, value)
+    elif isinstance(value, int):
+        editor.put_int(name, value)
+    elif isinstance(value, float):
+        editor.put_float(name, value)
+    elif isinstance(value, (set, frozenset, list, tuple)):
+        editor.put_string_set(name, value)
+    else:
+        raise TypeError(f"a store value is str, int, float, bool or a set of str, "
+                        f"not {type(value).__name__}")
 
 
 def encode_esp_value(value: Any) -> bytes:
@@ -63,7 +90,7 @@ def encode_esp_value(value: Any) -> bytes:
         b = value.encode()
         return struct.pack(">ii", _STRING, len(b)) + b
     if isinstance(value, int):
-        if -2**31 <= value < 2**31:
+        if -2**31 <= value < 2**31 and not isinstance(value, Long):
             return struct.pack(">ii", _INT, value)
         return struct.pack(">iq", _LONG, value)
     if isinstance(value, float):
@@ -113,9 +140,9 @@ def decode_esp_value(data: bytes) -> Any:
 class Handle(Protocol):
     """An open store of some engine, as the start-up scenario uses it."""
 
-    def get(self, name: str) -> str | None: ...
+    def get(self, name: str, kind: str = "string") -> Any: ...
     def contains(self, name: str) -> bool: ...
-    def put(self, items: dict[str, str], *, durable: bool) -> None: ...
+    def put(self, items: dict[str, Any], *, durable: bool) -> None: ...
     def editor(self) -> Any: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
@@ -167,16 +194,16 @@ class _Esp:
             kw["master_key_file"] = os.path.join(directory, f"{name}.key")
         self.s = store.open(os.path.join(directory, f"{name}.xml"), **kw)
 
-    def get(self, name: str) -> str | None:
-        return self.s.get_string(name)
+    def get(self, name: str, kind: str = "string") -> Any:
+        return self.s.get(name)  # one C call whatever the type (get_as), as get_string
 
     def contains(self, name: str) -> bool:
         return name in self.s
 
-    def put(self, items: dict[str, str], *, durable: bool) -> None:
+    def put(self, items: dict[str, Any], *, durable: bool) -> None:
         e = self.s.edit()
         for k, v in items.items():
-            e.put_string(k, v)
+            put_typed(e, k, v)
         if durable:
             e.commit()
         else:
@@ -216,14 +243,14 @@ class _Sqlcipher:
         # the first statement reads (or writes) page 1: the key derivation happens here
         self.c.execute("CREATE TABLE IF NOT EXISTS prefs (name TEXT PRIMARY KEY, value BLOB)")
 
-    def get(self, name: str) -> str | None:
+    def get(self, name: str, kind: str = "string") -> Any:
         row = self.c.execute("SELECT value FROM prefs WHERE name = ?", (name,)).fetchone()
         return None if row is None else decode_esp_value(row[0])  # type: ignore[no-any-return]
 
     def contains(self, name: str) -> bool:
         return self.c.execute("SELECT 1 FROM prefs WHERE name = ?", (name,)).fetchone() is not None
 
-    def put(self, items: dict[str, str], *, durable: bool) -> None:
+    def put(self, items: dict[str, Any], *, durable: bool) -> None:
         # SQLite has no apply(): every transaction is durable when COMMIT returns
         self.c.execute("BEGIN")
         try:
@@ -283,17 +310,67 @@ def encode_mmkv_string(value: str) -> bytes:
     return _varint(len(b)) + b
 
 
-def decode_mmkv_string(data: bytes) -> str:
-    """The inverse of :func:`encode_mmkv_string` (ValueError if malformed)."""
-    n = shift = i = 0
+def encode_mmkv_value(value: Any) -> bytes:
+    """MMKV's encoding of a value of any preference type (MiniPBCoder): a string as
+    :func:`encode_mmkv_string`, bool one byte, int and :class:`Long` a varint (a negative
+    one in ten bytes, as protobuf's int32/int64), float four little-endian bytes, a
+    string set a length-delimited run of strings."""
+    if isinstance(value, bool):
+        return bytes([int(value)])
+    if isinstance(value, str):
+        return encode_mmkv_string(value)
+    if isinstance(value, int):
+        return _varint(value & (2**64 - 1) if value < 0 else value)
+    if isinstance(value, float):
+        return struct.pack("<f", value)
+    if isinstance(value, (set, frozenset, list, tuple)):
+        body = b"".join(encode_mmkv_string(m) for m in sorted(value))
+        return _varint(len(body)) + body
+    raise TypeError(f"a store value is str, int, float, bool or a set of str, "
+                    f"not {type(value).__name__}")
+
+
+def _read_varint(data: bytes, i: int, max_shift: int = 63,
+                 what: str = "a malformed MMKV varint") -> tuple[int, int]:
+    """The varint at data[i:]: (its value, the index after it); ValueError(what) if malformed."""
+    n = shift = 0
     while True:
-        if i >= len(data) or shift > 28:
-            raise ValueError("a malformed MMKV string value (its varint length)")
+        if i >= len(data) or shift > max_shift:
+            raise ValueError(what)
         b = data[i]
         n |= (b & 0x7F) << shift
         i, shift = i + 1, shift + 7
         if not b & 0x80:
-            break
+            return n, i
+
+
+def decode_mmkv_value(data: bytes, kind: str) -> Any:
+    """The inverse of :func:`encode_mmkv_value` for a value of type ``kind`` (MMKV keeps
+    no type: the caller's getter names it)."""
+    if kind == "string":
+        return decode_mmkv_string(data)
+    if kind == "bool":
+        return data != b"\x00"
+    if kind in ("int", "long"):
+        n, _ = _read_varint(data, 0)
+        bits = 32 if kind == "int" and n < 2**32 else 64
+        return n - 2**bits if n >= 2**(bits - 1) else n
+    if kind == "float":
+        return struct.unpack("<f", data)[0]
+    if kind == "string_set":
+        _size, i = _read_varint(data, 0)
+        out = set()
+        while i < len(data):
+            n, i = _read_varint(data, i)
+            out.add(data[i:i + n].decode())
+            i += n
+        return out
+    raise ValueError(f"kind must be a preference type, not {kind!r}")
+
+
+def decode_mmkv_string(data: bytes) -> str:
+    """The inverse of :func:`encode_mmkv_string` (ValueError if malformed)."""
+    n, i = _read_varint(data, 0, 28, "a malformed MMKV string value (its varint length)")
     if n != len(data) - i:
         raise ValueError(f"an MMKV string value of length {n} holds {len(data) - i} bytes")
     return data[i:].decode()
@@ -321,16 +398,16 @@ class _Mmkv:
                     os.fsync(f.fileno())
         self.h = _core.mmkv_open(os.path.join(directory, "prefs.mmkv"), key)
 
-    def get(self, name: str) -> str | None:
+    def get(self, name: str, kind: str = "string") -> Any:
         v = self.core.mmkv_get(self.h, name.encode())
-        return None if v is None else decode_mmkv_string(v)
+        return None if v is None else decode_mmkv_value(v, kind)
 
     def contains(self, name: str) -> bool:
         return bool(self.core.mmkv_contains(self.h, name.encode()))
 
-    def put(self, items: dict[str, str], *, durable: bool) -> None:
+    def put(self, items: dict[str, Any], *, durable: bool) -> None:
         for k, v in items.items():
-            self.core.mmkv_put(self.h, k.encode(), encode_mmkv_string(v))
+            self.core.mmkv_put(self.h, k.encode(), encode_mmkv_value(v))
         if durable:
             self.core.mmkv_sync(self.h)
 
@@ -388,13 +465,13 @@ class Tiered:
     def _for(self, name: str) -> _Esp:
         return self._encrypted() if name in self.sensitive else self.plain
 
-    def get(self, name: str) -> str | None:
-        return self._for(name).get(name)
+    def get(self, name: str, kind: str = "string") -> Any:
+        return self._for(name).get(name, kind)
 
     def contains(self, name: str) -> bool:
         return self._for(name).contains(name)
 
-    def put(self, items: dict[str, str], *, durable: bool) -> None:
+    def put(self, items: dict[str, Any], *, durable: bool) -> None:
         enc = {k: v for k, v in items.items() if k in self.sensitive}
         plain = {k: v for k, v in items.items() if k not in self.sensitive}
         if plain:
@@ -461,9 +538,9 @@ def disk_bytes(directory: str) -> int:
     return total
 
 
-def fill(handle: Handle, items: Iterable[tuple[str, str]], batch: int = 10_000) -> None:
+def fill(handle: Handle, items: Iterable[tuple[str, Any]], batch: int = 10_000) -> None:
     """Write ``items`` durably, ``batch`` per transaction (building a store to read)."""
-    chunk: dict[str, str] = {}
+    chunk: dict[str, Any] = {}
     for k, v in items:
         chunk[k] = v
         if len(chunk) >= batch:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ._interrupt import interrupt_words
 from ._format import format_ns, format_size_compact, format_table
 from ._measure import Measurement, Op, plan
 from ._params import point_key
@@ -96,10 +97,16 @@ def format_speed(results: list[Measurement], payload: int) -> str:
         r = paired_ratio(tea.samples, aes.samples, process=aes.process)
         verdict = (f"AES is {r.estimate:.1f}x faster [{r.low:.1f}, {r.high:.1f}]" if r.estimate >= 1
                    else f"TEA is {1 / r.estimate:.1f}x faster [{1 / r.high:.1f}, {1 / r.low:.1f}]")
+        quotient = tea.kb_per_ms / aes.kb_per_ms
         lines.append(
-            f"# TEA:AES = {tea.kb_per_ms:.1f}:{aes.kb_per_ms:.1f} -> {verdict} "
-            f"({RATIO_AES} vs {tea_name}, ENC, {tea.rounds} cycles)"
-        )
+            f"# TEA:AES = {tea.kb_per_ms:.1f}:{aes.kb_per_ms:.1f} KB/ms, the rows' medians "
+            f"(quotient {max(quotient, 1 / quotient):.1f}x) -> {verdict}, the paired median "
+            f"ratio: the median of the per-round time ratios, [{r.level:.0%} interval] "
+            f"({RATIO_AES} vs {tea_name}, ENC, {tea.rounds} cycles)")
+    if any(line.startswith("# TEA:AES") for line in lines):
+        lines.append("# The paired ratio pairs each round's two samples (a slow round slows "
+                     "both); the quotient of the medians takes them from different rounds, so "
+                     "the two statistics need not agree.")
     fp = results[0].machine
     hw = "on" if results[0].hw_aes else f"OFF ({results[0].hw_mask})"
     lines += [
@@ -132,20 +139,23 @@ def _rounds_words(results: Sequence[Record]) -> str:
     only (:attr:`~._record.Record.ci_words`)."""
     n = results[0].n_rounds
     if n < 2:
-        return ("Single samples (Ctrl-C came before the first round finished): no interval, "
-                "no ratio")
+        return (f"Single samples ({interrupt_words()} came before the first round finished): "
+                "no interval, no ratio")
     return (f"Median of {n} rounds (every row sampled once per round, rows interleaved), "
             f"[{results[0].ci_words}]")
 
 
-def warning_lines(records: Sequence[Record], limit: int = 6, noun: str = "rows") -> list[str]:
+def warning_lines(records: Sequence[Record], limit: int = 6, noun: str = "rows",
+                  where: str | None = None) -> list[str]:
     """'# WARNING ...' lines: each distinct warning once, with how many rows carry it
     (what :attr:`Results.warnings` says, for a plain list of records too); ``noun``: what
-    one record is in the table printed ("cells" where a row holds several)."""
+    one record is in the table printed ("cells" where a row holds several); ``where``:
+    the flag of the file that holds the rest (None: say that --json saves them)."""
     found = summarize_warnings([m.warnings for m in records], noun=noun)
     out = [f"# WARNING {w}" for w in found[:limit]]
     if len(found) > limit:
-        out.append(f"# ... and {len(found) - limit} more distinct warning{'' if len(found) - limit == 1 else 's'} (see --json)")
+        out.append(f"# ... and {len(found) - limit} more distinct warning{'' if len(found) - limit == 1 else 's'} "
+                   + (f"(in the {where} file)" if where else "(--json saves every one)"))
     return out
 
 
@@ -323,23 +333,28 @@ DESIGN_CASES: list[dict[str, Any]] = [
 
 
 def run_store_designs(quick: bool, budget_ms: float, *, directory: str | None = None,
-                      n_entries: int = 100, progress: bool = True) -> str:
+                      n_entries: int = 100, progress: bool = True) -> tuple[str, bool]:
     """Every design's start-up (:mod:`pycipherbench.designs`) in shared rounds, as the
-    table and the budget sentences (computed from the run); empty if Ctrl-C came before
-    the first round ended."""
-    from . import designs
+    table and the budget sentences (computed from the run), and whether Ctrl-C (or
+    SIGTERM/SIGHUP) cut the run; the text is empty if it came before the first round ended."""
+    from . import designs, engines
 
     repeats = 3 if quick else DEFAULT_ROUNDS  # QUICK_NOTE's 3 rounds
     cases = DESIGN_CASES[:2] if quick else DESIGN_CASES
     recs, run = designs.run(cases=cases, repeats=repeats, min_time=0.0 if quick else 0.02,
                             progress=progress, directory=directory, n_entries=n_entries)
     if not recs:
-        return ""
-    lines = [designs.format_designs(recs, budget_ms=budget_ms), "",
-             f"# Budget {budget_ms:g} ms of blocked start-up time:"]
+        return "", True
+    lines = [designs.format_designs(recs, budget_ms=budget_ms), ""]
+    dropped = [d for d, (engine, _) in designs.DESIGNS.items() if engine == "sqlcipher"
+               and d not in {m.design for m in recs}]
+    if dropped and engines.cipher_version() is None:
+        lines.append(f"# No {', '.join(dropped)} rows: SQLCipher 4's Python binding (sqlcipher3) "
+                     f"is not installed ({engines.PEERS_HINT})")
+    lines.append(f"# Budget {budget_ms:g} ms of blocked start-up time:")
     lines += [f"#   {s}" for s in designs.budget_sentences(recs, budget_ms)]
     if run.interrupted:
-        lines.append(f"# Interrupted (Ctrl-C) after {run.rounds} of {repeats} rounds.")
+        lines.append(f"# Interrupted after {run.rounds} of {repeats} rounds.")
     if quick:
         lines.append(f"# {QUICK_NOTE}")
-    return "\n".join(lines)
+    return "\n".join(lines), run.interrupted

@@ -190,6 +190,21 @@ def _point_label(params: dict[str, Any], names: Sequence[str]) -> str:
     return ", ".join(_value_label(n, params[n]) for n in names if n in params) or "all points"
 
 
+def _titled(title: str, points: Sequence[dict[str, Any]], skip: Sequence[str] = ()) -> str:
+    """``title`` and what every point has alike (the one transformation of the plot, its
+    op...): no label names those, so the title does."""
+    from .sweep import _signature
+
+    defaults = {**_signature("store"), **_signature("cipher")}
+    names = [n for n in param_names(points) if n not in RUN_SETTINGS and n not in skip
+             and all(n in p for p in points)
+             and len({(type(p[n]).__name__, p[n]) for p in points}) == 1
+             and _value_label(n, points[0][n]) not in title  # said already
+             and not (n in defaults and points[0][n] == defaults[n])]  # the default: unsaid
+    common = _point_label(points[0], names) if points and names else ""
+    return f"{title}\n({common})" if common else title
+
+
 def _label_names(points: Sequence[dict[str, Any]], skip: Sequence[str] = (),
                  key: Callable[[dict[str, Any]], Any] = lambda p: None) -> list[str]:
     """The parameters a label needs to tell ``points`` apart: those that take more than one
@@ -285,8 +300,8 @@ def _lines(
     if len(values) < 2:
         raise ValueError(f"this plot draws lines along {_WORDS.get(x, x)}, but every point has "
                          f"the same one ({_value_label(x, values[0])}): nothing to draw a line "
-                         "through. Sweep more values, or plot it as bars (kind seed_table or "
-                         "latency)")
+                         "through. Sweep more values, or plot it as bars (--kind "
+                         f"{'seed_table' if results.target == 'cipher' else 'latency'})")
     names = _label_names([p for p, _ in points], skip=[x], key=lambda p: p.get(x))
     ident = [n for n in names if n != "hw_aes"]
     groups: dict[tuple[str, bool], list[tuple[float, Interval]]] = {}
@@ -315,10 +330,18 @@ def _lines(
         ax.errorbar(xs, [v[0] for v in iv], yerr=_errors(iv), color=color, linestyle=dash,
                     marker=marker, markersize=4, markerfacecolor="white" if off else color,
                     linewidth=1.3, elinewidth=0.8, capsize=2, label=labels[(kind, off)])
-    for label, level in flat.items():
+    side, previous = 0, None
+    for label, level in sorted(flat.items(), key=lambda kv: kv[1]):
         ax.axhline(level, linestyle=":", linewidth=1, color="gray")
-        ax.annotate(label, (0.99, level), xycoords=("axes fraction", "data"), ha="right",
+        # a level within 25% of the previous one: its label at the other end of the line,
+        # so that two references (TEA at 16 and 32 rounds) do not print over each other
+        close = (previous is not None and previous > 0 and level > 0
+                 and abs(math.log(level / previous)) < math.log(1.25))
+        side = 1 - side if close else 0
+        ax.annotate(label, (0.01, level) if side else (0.99, level),
+                    xycoords=("axes fraction", "data"), ha="left" if side else "right",
                     va="bottom", fontsize=7, color="gray")
+        previous = level
     if logx:
         ax.set_xscale("log", base=base)
     if logy:
@@ -333,7 +356,7 @@ def _lines(
         ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set_title(_titled(title, [p for p, _ in points], skip=[x]))
     ax.grid(True, which="major", alpha=0.3)
     _legend_below(ax, len(groups), ncol)
     return fig
@@ -465,7 +488,8 @@ def _bar_chart(
     _bars(ax, categories, {s: series[s] for s in order})
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set_title(_titled(title, [p for p, _ in points],
+                         skip=[series_param] if series_param else []))
     _legend_right(ax, len(series))
     return fig
 
@@ -630,7 +654,7 @@ def plot_store_latency(results: Results, x: str = "n_keys") -> Figure:
 #: together (a put takes microseconds, a 100-put commit or an open milliseconds).
 _SCALE_GROUPS = (("per-operation", ("put", "get", "contains", "get_missing", "all")),
                  ("commit/apply", ("commit", "apply")), ("open", ("open_cold", "open_warm")),
-                 ("rotation", ("rotate", "rotate_lazy")))
+                 ("rotation", ("rotate", "rotate_lazy")), ("migration", ("migrate", "migrate_keys")))
 
 
 def _scale_group(p: dict[str, Any]) -> str:

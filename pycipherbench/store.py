@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from . import _core, _options
 from ._core import ReservedNameError, StoreFormatError
+from ._format import count
 
 __all__ = [
     "Editor",
@@ -43,8 +44,9 @@ __all__ = [
 
 #: The benchmark harness is :mod:`pycipherbench.store_bench` (this module is the store's
 #: API alone, which the harness and :mod:`pycipherbench.engines` import); its public
-#: names stay reachable here, as the same objects: ``store.bench(...)`` is the README's.
-_HARNESS = frozenset({"bench", "plan_bench", "StoreMeasurement", "StoreParams"})
+#: names stay reachable here, as the same objects: ``store.bench(...)`` is the README's,
+#: ``store.replay(...)`` :func:`pycipherbench.replay.replay` (which the harness re-exports).
+_HARNESS = frozenset({"bench", "plan_bench", "StoreMeasurement", "StoreParams", "replay"})
 
 
 def __getattr__(name: str) -> Any:
@@ -275,7 +277,7 @@ class Store:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self.closed else f"{len(self)} entries"
+        state = "closed" if self.closed else count(len(self), "entry")
         kind = "encrypted" if self.options["encrypted"] else "plain"
         return f"<pycipherbench.store.Store {kind} {self.path!r}: {state}>"
 
@@ -349,7 +351,7 @@ class StoreInfo:
     def describe(self) -> str:
         """A few lines of text (what ``pycipherbench store inspect`` prints)."""
         lines = [f"{self.path}: {self.file_bytes} bytes, layout {self.layout!r}, "
-                 f"{self.entries} entries" + (f" ({self.native_entries} native elements)"
+                 f"{count(self.entries, 'entry')}" + (f" ({self.native_entries} native elements)"
                                               if self.native_entries else "")]
         for what, ks, counts in (("key keyset (names)", self.key_keyset, self.names_by_key_id),
                                  ("value keyset (values)", self.value_keyset, self.values_by_key_id)):
@@ -361,11 +363,11 @@ class StoreInfo:
             for k in ks.keys:
                 lines.append(f"    key {k.key_id}{' (primary)' if k.primary else ''}: "
                              f"{k.type_url.rsplit('.', 1)[-1]} {k.status} {k.output_prefix_type}, "
-                             f"{counts.get(k.key_id, 0)} entries")
+                             f"{count(counts.get(k.key_id, 0), 'entry')}")
             known = {k.key_id for k in ks.keys}
             for kid, n in sorted(counts.items()):
                 if kid not in known:
-                    lines.append(f"    key id {kid} (not in keyset_info): {n} entries")
+                    lines.append(f"    key id {kid} (not in keyset_info): {count(n, 'entry')}")
         if self.unprefixed_names or self.unprefixed_values:
             lines.append(f"  unprefixed: {self.unprefixed_names} names, "
                          f"{self.unprefixed_values} values")
@@ -448,9 +450,8 @@ def open(  # noqa: A001 - the module's verb, as in io.open
             (default: pycipherbench's own AES-NI kernels, ``"floor"``, where
             the CPU has AES-NI and PCLMULQDQ and the options are lean with
             AES-GCM values or none; OpenSSL otherwise), ``"openssl"``, or
-            another of :func:`~pycipherbench.backends` that has the value AEAD
-            (``"sodium"``, ``"nettle"``, ``"gcrypt"``, ``"mbedtls"``,
-            ``"floor"``); names use its AES-SIV where it has the store's
+            another C library of :func:`~pycipherbench.backends` (``kind``
+            ``"c"``) that has the value AEAD; names use its AES-SIV where it has the store's
             shape (the floor, libgcrypt), else OpenSSL's (a result's
             ``crypto`` says which ran). The file format does not change:
             a store written with one backend opens with any other. Keysets and

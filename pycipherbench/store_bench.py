@@ -24,14 +24,15 @@ from typing import Any, ClassVar, TypedDict, cast
 import numpy as np
 
 from . import _core, _options, engines
-from ._format import format_ns
+from ._format import count, format_ns
 from ._options import Engine, KeyEncryption, Layout, Level, PathLike, ValueEncryption, ValueType, Workload
 from ._record import Record, TableColumn
 from ._rounds import (DEFAULT_ROUNDS, Plan, PointData, RunInfo, StorePoint, Workers,
                       record_fields, resolve_processes, run_one)
 from .engine_bench import PyStorePoint, py_point
+from .replay import replay  # an app's preferences file through every design (issue 29)
 
-__all__ = ["StoreMeasurement", "StoreParams", "bench", "plan_bench"]
+__all__ = ["StoreMeasurement", "StoreParams", "bench", "plan_bench", "replay"]
 
 
 class StoreParams(TypedDict):
@@ -143,13 +144,13 @@ class StoreMeasurement(Record):
         hw = "" if self.hw_aes else ", hw AES off"
         if self.engine != "esp" or self.level != "c":
             ver = f" {self.engine_version}" if self.engine_version else ""
-            return (f"{self.workload} ({kind} {self.engine}{ver} store, {self.params['n_keys']} "
-                    f"entries, timed at the Python call)")
+            return (f"{self.workload} ({kind} {self.engine}{ver} store, "
+                    f"{count(self.params['n_keys'], 'entry')}, timed at the Python call)")
         ran = ""
         if self.crypto and set(self.crypto.values()) != {"none"}:
             ran = (f", {self.crypto['values']}" if self.crypto["names"] in (self.crypto["values"], "none")
                    else f", names on {self.crypto['names']}, values on {self.crypto['values']}")
-        return f"{self.workload} ({kind} store, {self.params['n_keys']} entries{ran}{hw})"
+        return f"{self.workload} ({kind} store, {count(self.params['n_keys'], 'entry')}{ran}{hw})"
 
     @classmethod
     def _from_rounds(cls, data: PointData, run: RunInfo, *, params: StoreParams, min_time: float,
@@ -238,7 +239,7 @@ def plan_bench(
         from ._names import explain_workload_error
 
         raise explain_workload_error(e, workload) from None
-    warm = -1.0 if warmup is None else warmup
+    warm = _options.warmup_value(warmup)
     _core.check_timing(min_time, repeats, warm)
     if directory is not None and not os.path.isdir(directory):
         raise NotADirectoryError(f"directory={os.fspath(directory)!r} is not an existing directory")
@@ -300,7 +301,18 @@ def bench(
     generation and keyset creation), ``open_warm`` (open and load every
     entry), ``rotate`` (re-encrypt everything), ``rotate_lazy`` (``rotate(lazy=True)``:
     a new primary value key, the keysets rewritten, nothing re-encrypted; every 31st
-    is preceded by an untimed full rotation, as a keyset holds at most 32 keys). Keys and string values are
+    is preceded by an untimed full rotation, as a keyset holds at most 32 keys),
+    ``migrate`` (first launch after the update, the article's ``migrateIfNeeded``: open
+    the plain SharedPreferences file of ``n_keys`` entries, create the encrypted store
+    and its keys, read all, write all with one durable commit, remove the plain file)
+    and ``migrate_keys`` (the 1.1.0-alpha03 case: open the encrypted store with its
+    old keys, create a new one under a new master key and new keysets in another
+    directory, read all, write all, close both and rename the new file over the old).
+    ``rotate`` re-encrypts in place: one atomic rewrite of the same file under the
+    store's lock, keeping its master key; ``migrate_keys`` builds a second store from
+    nothing (new master key and keysets, a second open) and replaces the file by a
+    rename. Every migration starts from a fresh copy of the same file, written
+    before the clock starts. Keys and string values are
     random ``[A-Za-z0-9]`` text of ``key_len``/``value_len`` characters, read in
     a random order. ``ns_per_op`` is per operation; the
     :class:`StoreMeasurement` also holds the parameters, the stage breakdown

@@ -50,11 +50,11 @@ import numpy as np
 
 from . import _core, _names, _options
 from ._cost import PayloadCostWarning, payload_cost
-from ._interrupt import SaveGuard
+from ._interrupt import SaveGuard, interrupt_words
 from ._machine import machine
 from ._measure import check_kernel, measure
 from ._measure import plan as plan_kernel
-from ._output import check_output
+from ._output import STDOUT, check_output, claim_output, release_output
 from ._params import RUN_OPTIONS, point_key
 from ._record import Record
 from ._rounds import DEFAULT_ROUNDS, Plan, Workers, resolve_processes, run_plans
@@ -77,6 +77,24 @@ def _signature(target: str) -> dict[str, Any]:
     fn = measure if target == "cipher" else store_bench
     return {name: p.default for name, p in inspect.signature(fn).parameters.items()
             if name != "progress"}  # the sweep's own option, not a point parameter
+
+
+@functools.lru_cache(maxsize=None)
+def param_types(target: str) -> dict[str, Any]:
+    """Each parameter's annotation (the declarations both the API's checks and the CLI's
+    ``--param`` parser read: :func:`._options.check_value`, :func:`._options.parse_text`)."""
+    import typing
+
+    fn = measure if target == "cipher" else store_bench
+    hints = typing.get_type_hints(fn)
+    return {name: hints[name] for name in _signature(target)}
+
+
+def check_run_options(options: dict[str, Any]) -> None:
+    """The run settings' ranges (repeats, min_time, warmup), before anything is expanded:
+    a bad one is the setting's error, not every point's."""
+    _core.check_timing(options.get("min_time", 0.05), options.get("repeats", DEFAULT_ROUNDS),
+                       _options.warmup_value(options.get("warmup")))
 
 
 def _check_target(target: str) -> None:
@@ -152,7 +170,13 @@ def _split(target: str, grid: dict[str, Any]) -> tuple[dict[str, list[Any]], dic
             raise ValueError(f"{name}= is an empty list: nothing to sweep")
         if target == "cipher" and name == "transformation":  # aliases folded: one point
             values = list(dict.fromkeys(_names.canonical(v) or v for v in values))
+        for v in values:  # None in a list: the default
+            if v is not None:
+                _options.check_value(name, v, param_types(target)[name])
         lists[name] = values
+    for name, v in options.items():
+        _options.check_value(name, v, param_types(target)[name])
+    check_run_options(options)
     return lists, options
 
 
@@ -193,12 +217,15 @@ def _validate(target: str, point: dict[str, Any], options: dict[str, Any]) -> No
     if not isinstance(hw, bool):
         raise TypeError(f"hw_aes must be a bool, not {type(hw).__name__}")
     timing = {**options, **point}
-    warmup = timing.get("warmup")
     _core.check_timing(timing.get("min_time", 0.05), timing.get("repeats", DEFAULT_ROUNDS),
-                       -1.0 if warmup is None else warmup)
+                       _options.warmup_value(timing.get("warmup")))
     if target == "cipher":
         check_kernel(kwargs.pop("transformation"), "sweep", **kwargs)
     else:  # the point parameters the C kernel takes
+        if point.get("engine") == "sqlcipher":  # its extra missing: one ImportError saying so
+            from .engines import _sqlcipher
+
+            _sqlcipher()
         c_params = _options.for_call("kernel")
         workload = kwargs.pop("workload")
         try:
@@ -225,6 +252,10 @@ def _prior_results(target: str, resume_path: PathLike | None) -> Results | None:
     if resume_path is None or not os.path.exists(resume_path):
         return None
     prior = load_results(resume_path)
+    if not prior.grid:  # speed --json, store --json: not a sweep to continue
+        raise ValueError(f"cannot resume {os.fspath(resume_path)}: it holds no sweep (no grid; "
+                         "a speed --json or store --json file?): resume continues the file a "
+                         "sweep wrote (--out), so write a new file")
     if prior.target != target:
         raise ValueError(f"{os.fspath(resume_path)} holds a {prior.target} sweep, not {target}")
     diffs = machine_differences(machine(), prior.machine)
@@ -276,11 +307,15 @@ def run_points(
     resume: bool | PathLike = False,
     grid: dict[str, Any] | None = None,
     resume_hint: str = "resume=True",
+    force: bool = False,
     processes: int | None = None,
 ) -> Results:
     """Measure explicit points (already expanded) in interleaved rounds; see :func:`sweep`.
     ``resume_hint``: how the interrupted-run message says to resume (the CLI: --resume)."""
     _check_target(target)
+    if out is not None and os.fspath(out) == STDOUT:
+        raise ValueError("out='-' is the command line's standard output; the API returns the "
+                         "Results (print(json.dumps(r.to_dict())) writes them there)")
     options = dict(options or {})
     repeats = options.get("repeats", DEFAULT_ROUNDS)
     options["processes"] = resolve_processes(processes, repeats)  # recorded in the Results
@@ -293,7 +328,8 @@ def run_points(
     if out is None and resume_path is not None:
         out = resume_path  # resume into the file we read
     if out is not None:  # before measuring: a run must not end in a write that fails
-        check_output(out, what="out=")
+        check_output(out, what="out=", keep_existing=not (force or prior is not None),
+                     override="resume=True to continue it, force=True")
     done: dict[tuple[Any, ...], tuple[dict[str, Any], Record]] = {}
     if prior is not None:  # only points with every round: partial ones are measured again
         done = {point_key(p): (p, m) for p, m in prior.items() if m.n_rounds >= repeats}
@@ -310,9 +346,15 @@ def run_points(
         return Results(target, [p for p, _ in rows], [m for _, m in rows], machine=machine(),
                        options=options, grid=merged_grid, seed=seed, complete=complete)
 
-    with SaveGuard():  # a second Ctrl-C does not cut the saving of the complete rounds
-        return _run_and_save(target, todo, points, options, repeats, seed, progress, out,
-                             done, collect, resume_hint)
+    if out is not None:
+        claim_output(out, what="out=")  # a second writer of this file is refused
+    try:
+        with SaveGuard():  # a second Ctrl-C does not cut the saving of the complete rounds
+            return _run_and_save(target, todo, points, options, repeats, seed, progress, out,
+                                 done, collect, resume_hint)
+    finally:
+        if out is not None:
+            release_output(out)
 
 
 def _run_and_save(target: Target, todo: list[dict[str, Any]], points: Sequence[dict[str, Any]],
@@ -326,10 +368,22 @@ def _run_and_save(target: Target, todo: list[dict[str, Any]], points: Sequence[d
     if todo:
         with Workers(options["processes"]) as workers:
             plans = [_plan(target, p, options, workers) for p in todo]
+
+            def save_round(records: list[Record], info: Any) -> None:
+                """Every complete round is on disk (a killed run keeps them)."""
+                if out is not None:
+                    kept = dict(done)
+                    done.update({point_key(p): (p, m) for p, m in zip(todo, records)})
+                    try:
+                        collect(False).save(out)
+                    finally:
+                        done.clear()
+                        done.update(kept)
+
             try:
                 records, run = run_plans(plans, repeats, seed=seed, progress=progress,
                                          desc=f"{target} sweep, {len(todo)} points",
-                                         workers=workers)
+                                         workers=workers, on_round=save_round)
             except KeyboardInterrupt:  # while preparing: nothing measured
                 records, run = [], None
                 interrupted = True
@@ -350,8 +404,8 @@ def _run_and_save(target: Target, todo: list[dict[str, Any]], points: Sequence[d
     if interrupted:
         kept = f"{run.rounds} of {repeats} rounds of every point" if run and run.rounds else "nothing"
         where = f"; saved to {os.fspath(out)} ({resume_hint} measures it again)" if out is not None else ""
-        print(f"{'sweep' if resume_hint.startswith('-') else 'pycipherbench.sweep'} interrupted: "
-              f"kept {kept}{where}", file=sys.stderr)
+        who = "pycipherbench.sweep" if resume_hint == "resume=True" else "the run"
+        print(f"{who} interrupted ({interrupt_words()}): kept {kept}{where}", file=sys.stderr)
     return results
 
 
@@ -363,7 +417,7 @@ def cost_of(target: str, points: Sequence[dict[str, Any]], options: dict[str, An
     defaults = _signature("cipher")
     return payload_cost([(p.get("payload", defaults["payload"]), p.get("threads", 1))
                          for p in points], options.get("repeats", DEFAULT_ROUNDS),
-                        what="payload")
+                        what="payload", transformations=[str(p["transformation"]) for p in points])
 
 
 def sweep(
@@ -375,6 +429,7 @@ def sweep(
     resume: bool | PathLike = False,
     skip_invalid: bool = False,
     resume_hint: str = "resume=True",
+    force: bool = False,
     processes: int | None = None,
     **grid: Any,
 ) -> Results:
@@ -397,8 +452,11 @@ def sweep(
             Non-applicable parameters are dropped per point (module docstring).
         seed: seeds the shuffled run order (default: random, recorded in the Results).
         progress: a progress bar with ETA on stderr.
-        out: save the results here at the end, or when interrupted (atomic JSON, see
-            Results.save).
+        out: save the results here after every complete round, at the end, and when
+            interrupted (atomic JSON, see Results.save). An existing file is kept (a
+            ValueError) unless ``force`` or ``resume``; a file another run is writing
+            is refused, naming its pid; a device or FIFO is refused.
+        force: replace an existing ``out`` file.
         resume: ``True`` continues ``out``, a path continues that file (and saves
             into it unless ``out`` is given): points it already holds are skipped
             and kept. A missing file starts a new sweep.
@@ -435,4 +493,5 @@ def sweep(
     if note:
         warnings.warn(note, PayloadCostWarning, stacklevel=2)
     return run_points(target, valid, options, seed=seed, progress=progress, out=out,
-                      resume=resume, grid=lists, resume_hint=resume_hint, processes=processes)
+                      resume=resume, grid=lists, resume_hint=resume_hint, force=force,
+                      processes=processes)

@@ -34,7 +34,7 @@ PROPS = settings(derandomize=True, deadline=None, database=None, print_blob=True
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                         HealthCheck.data_too_large])
 
-ALL = pcb.ciphers()
+ALL = pcb.ciphers(backend="openssl")
 TEA_FAMILIES = ("TEA", "XTEA", "TEA-ref", "XTEA-ref")
 KEY_KEYSET = "__androidx_security_crypto_encrypted_prefs_key_keyset__"
 VALUE_KEYSET = "__androidx_security_crypto_encrypted_prefs_value_keyset__"

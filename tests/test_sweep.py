@@ -213,7 +213,7 @@ def test_keyboard_interrupt_keeps_complete_rounds(fake_kernels: Callable[..., Fa
     assert len(saved) == n and not saved.complete
     assert [point_key(p) for p in saved.params] == [point_key(p) for p in r.params]
     fake_kernels(interrupt_at=3)  # in round 1: nothing complete
-    r = pcb.sweep("cipher", seed=0, out=out, **GRID, **TINY)
+    r = pcb.sweep("cipher", seed=0, out=out, force=True, **GRID, **TINY)
     assert len(r) == 0 and not r.complete
 
 

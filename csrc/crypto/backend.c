@@ -8,10 +8,29 @@
 #include <string.h>
 #include <openssl/crypto.h>
 
-static const char *const names[PCB_BK_COUNT] = {"openssl", "sodium", "nettle", "gcrypt", "mbedtls",
-                                                   "floor"};
-static const char *const apt[PCB_BK_COUNT] = {"", "libsodium-dev", "nettle-dev", "libgcrypt20-dev",
-                                             "libmbedtls-dev", ""};
+/* backends.def's columns: name, label, build, pkg-config, libs, apt, arm64, probe */
+#define PCB_BACKEND(ID, name, label, build, pc, libs, apt, arm64, probe) name,
+static const char *const names[PCB_BK_COUNT] = {
+#include "crypto/backends.def"
+};
+#undef PCB_BACKEND
+#define PCB_BACKEND(ID, name, label, build, pc, libs, apt, arm64, probe) label,
+static const char *const labels[PCB_BK_COUNT] = {
+#include "crypto/backends.def"
+};
+#undef PCB_BACKEND
+#define PCB_BACKEND(ID, name, label, build, pc, libs, apt, arm64, probe) apt,
+static const char *const apt[PCB_BK_COUNT] = {
+#include "crypto/backends.def"
+};
+#undef PCB_BACKEND
+/* OpenSSL's row has no ops here (crypto/cipher runs it): its pcb_ops_OPENSSL is NULL. */
+const pcb_backend_ops *const pcb_ops_OPENSSL = NULL;
+#define PCB_BACKEND(ID, ...) &pcb_ops_##ID,
+static const pcb_backend_ops *const *const compiled_ops[PCB_BK_COUNT] = {
+#include "crypto/backends.def"
+};
+#undef PCB_BACKEND
 
 static const pcb_backend_ops *ready[PCB_BK_COUNT]; /* set once by pcb_backends_init */
 static char absent[PCB_BK_COUNT][200];
@@ -19,6 +38,11 @@ static char absent[PCB_BK_COUNT][200];
 const char *pcb_backend_name(pcb_backend b)
 {
     return (unsigned)b < PCB_BK_COUNT ? names[b] : "?";
+}
+
+const char *pcb_backend_label(pcb_backend b)
+{
+    return (unsigned)b < PCB_BK_COUNT ? labels[b] : "?";
 }
 
 const char *pcb_backend_apt(pcb_backend b)
@@ -34,22 +58,12 @@ int pcb_backend_find(const char *name)
     return -1;
 }
 
-static const pcb_backend_ops *compiled(pcb_backend b)
-{
-    switch (b) {
-    case PCB_BK_SODIUM: return pcb_sodium_ops;
-    case PCB_BK_NETTLE: return pcb_nettle_ops;
-    case PCB_BK_GCRYPT: return pcb_gcrypt_ops;
-    case PCB_BK_MBEDTLS: return pcb_mbedtls_ops;
-    case PCB_BK_FLOOR: return pcb_floor_ops;
-    default: return NULL;
-    }
-}
-
 void pcb_backends_init(void)
 {
-    for (int b = PCB_BK_SODIUM; b < PCB_BK_COUNT; b++) {
-        const pcb_backend_ops *ops = compiled((pcb_backend)b);
+    for (int b = 0; b < PCB_BK_COUNT; b++) {
+        if (b == PCB_BK_OPENSSL)
+            continue;
+        const pcb_backend_ops *ops = *compiled_ops[b];
         pcb_status st = {0};
         if (ops == NULL) {
             snprintf(absent[b], sizeof absent[b],

@@ -1,12 +1,12 @@
 /*
  * crypto/backend.h — the crypto libraries other than OpenSSL's EVP that can
- * run a transformation: libsodium, Nettle, libgcrypt, Mbed TLS, and the
- * floor (pycipherbench's own AES-NI GCM/SIV, always compiled; usable where
- * the CPU has AES-NI and PCLMULQDQ).
+ * run a transformation, each a row of crypto/backends.def (the one list of
+ * them: names, labels, Debian packages, build probes), among them the floor
+ * (pycipherbench's own AES-NI GCM/SIV, always compiled; usable where the CPU
+ * has AES-NI and PCLMULQDQ).
  *
- * Owns: the backend table (names, which are compiled in: PCB_HAVE_SODIUM,
- * PCB_HAVE_NETTLE, PCB_HAVE_GCRYPT, PCB_HAVE_MBEDTLS from setup.py's
- * pkg-config probe), what each supports, each library's own limits (IV
+ * Owns: the backend table read from backends.def (which are compiled in:
+ * PCB_HAVE_<ID> from setup.py's probe of the row), what each supports, each library's own limits (IV
  * lengths, associated-data components: PCB_E_VALUE naming the library), and
  * the one padding/message sequence over a backend's raw calls. OpenSSL itself
  * stays in crypto/cipher + crypto/evp; crypto/cipher dispatches here. Each
@@ -27,9 +27,11 @@
 #include "crypto/evp.h"
 #include "crypto/transform.h"
 
+/* PCB_BK_OPENSSL, PCB_BK_SODIUM, ...: backends.def's rows in order. */
 typedef enum {
-    PCB_BK_OPENSSL, PCB_BK_SODIUM, PCB_BK_NETTLE, PCB_BK_GCRYPT, PCB_BK_MBEDTLS,
-    PCB_BK_FLOOR, /* pycipherbench's own AES-NI kernels (crypto/floor.h): the hardware floor */
+#define PCB_BACKEND(ID, ...) PCB_BK_##ID,
+#include "crypto/backends.def"
+#undef PCB_BACKEND
     PCB_BK_COUNT
 } pcb_backend;
 
@@ -43,10 +45,11 @@ typedef enum {
  *     (SIV, whose nonce is the last S2V component); open: the reverse,
  *     1 authentic, 0 not (out wiped), -1 a library failure (st set).
  *   release: frees what the library allocated inside ctx.
+ *   set_rounds (optional): TEA/XTEA's cycles (1..1024), called before setkey.
+ * Backends fill it with designated initializers; the name, label and package
+ * are the backends.def row's (pcb_backend_name, pcb_backend_label).
  */
 typedef struct {
-    const char *name;      /* "sodium", "nettle", ... */
-    const char *apt;       /* the Debian package that adds it */
     int stream_aead;       /* reset/update also serve GCM / ChaCha20-Poly1305 */
     size_t ctx_size;
     int (*init)(pcb_status *st);
@@ -64,14 +67,19 @@ typedef struct {
     int (*open)(void *ctx, const uint8_t *iv, size_t iv_len, const pcb_bytes *aad,
                 size_t n_aad, const uint8_t *in, size_t len, uint8_t *out, pcb_status *st);
     void (*release)(void *ctx);
+    void (*set_rounds)(void *ctx, uint32_t rounds);
 } pcb_backend_ops;
 
-/* The compiled-in backends' ops (NULL for OpenSSL and for absent ones). */
-extern const pcb_backend_ops *const pcb_sodium_ops, *const pcb_nettle_ops,
-    *const pcb_gcrypt_ops, *const pcb_mbedtls_ops, *const pcb_floor_ops;
+/* The compiled-in backends' ops, pcb_ops_<ID> (crypto/backend_<id>.c; NULL for an
+ * absent one; OpenSSL's is NULL: it stays in crypto/cipher). */
+#define PCB_BACKEND(ID, ...) extern const pcb_backend_ops *const pcb_ops_##ID;
+#include "crypto/backends.def"
+#undef PCB_BACKEND
 
 const char *pcb_backend_name(pcb_backend b);
-/* The Debian package that adds b ("libsodium-dev", ...); "" for OpenSSL. */
+/* The library's own name in messages ("libsodium", "Crypto++", ...). */
+const char *pcb_backend_label(pcb_backend b);
+/* The Debian package that adds b ("libsodium-dev", ...); "" for the floor. */
 const char *pcb_backend_apt(pcb_backend b);
 /* Case-sensitive lookup by name; -1 if unknown. */
 int pcb_backend_find(const char *name);

@@ -147,7 +147,18 @@ static int f_open(void *p, const uint8_t *iv, size_t iv_len, const pcb_bytes *aa
 }
 
 static const pcb_backend_ops ops = {
-    "floor", "", 0, sizeof(floor_ctx), f_init, f_version, f_hw_aes, f_supports,
-    f_check, f_setkey, f_reset, f_update, f_seal, f_open, f_release,
+    .stream_aead = 0,
+    .ctx_size = sizeof(floor_ctx),
+    .init = f_init,
+    .version = f_version,
+    .hw_aes = f_hw_aes,
+    .supports = f_supports,
+    .check = f_check,
+    .setkey = f_setkey,
+    .reset = f_reset,
+    .update = f_update,
+    .seal = f_seal,
+    .open = f_open,
+    .release = f_release,
 };
-const pcb_backend_ops *const pcb_floor_ops = &ops;
+const pcb_backend_ops *const pcb_ops_FLOOR = &ops;

@@ -211,10 +211,21 @@ static void g_release(void *p)
 }
 
 static const pcb_backend_ops ops = {
-    "gcrypt", "libgcrypt20-dev", 1, sizeof(gcrypt_ctx), g_init, g_version, g_hw_aes, g_supports,
-    g_check, g_setkey, g_reset, g_update, g_seal, g_open, g_release,
+    .stream_aead = 1,
+    .ctx_size = sizeof(gcrypt_ctx),
+    .init = g_init,
+    .version = g_version,
+    .hw_aes = g_hw_aes,
+    .supports = g_supports,
+    .check = g_check,
+    .setkey = g_setkey,
+    .reset = g_reset,
+    .update = g_update,
+    .seal = g_seal,
+    .open = g_open,
+    .release = g_release,
 };
-const pcb_backend_ops *const pcb_gcrypt_ops = &ops;
+const pcb_backend_ops *const pcb_ops_GCRYPT = &ops;
 #else
-const pcb_backend_ops *const pcb_gcrypt_ops = NULL;
+const pcb_backend_ops *const pcb_ops_GCRYPT = NULL;
 #endif

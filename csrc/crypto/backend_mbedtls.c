@@ -222,10 +222,20 @@ static int m_open(void *p, const uint8_t *iv, size_t iv_len, const pcb_bytes *aa
 }
 
 static const pcb_backend_ops ops = {
-    "mbedtls", "libmbedtls-dev", 1, sizeof(mbed_ctx), NULL, m_version, m_hw_aes, m_supports,
-    m_check, m_setkey, m_reset, m_update, m_seal, m_open, m_release,
+    .stream_aead = 1,
+    .ctx_size = sizeof(mbed_ctx),
+    .version = m_version,
+    .hw_aes = m_hw_aes,
+    .supports = m_supports,
+    .check = m_check,
+    .setkey = m_setkey,
+    .reset = m_reset,
+    .update = m_update,
+    .seal = m_seal,
+    .open = m_open,
+    .release = m_release,
 };
-const pcb_backend_ops *const pcb_mbedtls_ops = &ops;
+const pcb_backend_ops *const pcb_ops_MBEDTLS = &ops;
 #else
-const pcb_backend_ops *const pcb_mbedtls_ops = NULL;
+const pcb_backend_ops *const pcb_ops_MBEDTLS = NULL;
 #endif

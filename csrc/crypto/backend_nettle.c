@@ -292,10 +292,21 @@ static void n_release(void *p)
 }
 
 static const pcb_backend_ops ops = {
-    "nettle", "nettle-dev", 1, sizeof(nettle_ctx), n_init, n_version, n_hw_aes, n_supports,
-    n_check, n_setkey, n_reset, n_update, n_seal, n_open, n_release,
+    .stream_aead = 1,
+    .ctx_size = sizeof(nettle_ctx),
+    .init = n_init,
+    .version = n_version,
+    .hw_aes = n_hw_aes,
+    .supports = n_supports,
+    .check = n_check,
+    .setkey = n_setkey,
+    .reset = n_reset,
+    .update = n_update,
+    .seal = n_seal,
+    .open = n_open,
+    .release = n_release,
 };
-const pcb_backend_ops *const pcb_nettle_ops = &ops;
+const pcb_backend_ops *const pcb_ops_NETTLE = &ops;
 #else
-const pcb_backend_ops *const pcb_nettle_ops = NULL;
+const pcb_backend_ops *const pcb_ops_NETTLE = NULL;
 #endif

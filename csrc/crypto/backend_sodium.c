@@ -122,10 +122,21 @@ static void s_release(void *p)
 }
 
 static const pcb_backend_ops ops = {
-    "sodium", "libsodium-dev", 0, sizeof(sodium_ctx), s_init, s_version, s_hw_aes, s_supports,
-    s_check, s_setkey, s_reset, s_update, s_seal, s_open, s_release,
+    .stream_aead = 0,
+    .ctx_size = sizeof(sodium_ctx),
+    .init = s_init,
+    .version = s_version,
+    .hw_aes = s_hw_aes,
+    .supports = s_supports,
+    .check = s_check,
+    .setkey = s_setkey,
+    .reset = s_reset,
+    .update = s_update,
+    .seal = s_seal,
+    .open = s_open,
+    .release = s_release,
 };
-const pcb_backend_ops *const pcb_sodium_ops = &ops;
+const pcb_backend_ops *const pcb_ops_SODIUM = &ops;
 #else
-const pcb_backend_ops *const pcb_sodium_ops = NULL;
+const pcb_backend_ops *const pcb_ops_SODIUM = NULL;
 #endif

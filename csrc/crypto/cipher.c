@@ -107,6 +107,8 @@ int pcb_cipher_open_backend(pcb_cipher *c, pcb_backend backend, const pcb_evp_ca
     if ((c->bctx = calloc(1, ops->ctx_size)) == NULL)
         return pcb_oom(st);
     c->bk = ops;
+    if (ops->set_rounds && pcb_has_rounds(t))
+        ops->set_rounds(c->bctx, rounds);
     return ops->setkey(c->bctx, t, c->encrypt, key, key_len, st);
 }
 
@@ -273,7 +275,7 @@ static int backend_message(pcb_cipher *c, int rekey, const pcb_bytes *aad, size_
     int rc = ops->open(c->bctx, iv, c->iv_len, aad, n_aad, in, in_len, out, st);
     if (rc == 0)
         return pcb_fail(st, PCB_E_DECRYPT, "%s: authentication failed on %s (wrong key, IV, "
-                        "associated data or corrupted data)", t->name, ops->name);
+                        "associated data or corrupted data)", t->name, pcb_backend_name(c->backend));
     *out_len = in_len - TAG_LEN;
     return rc > 0;
 }

@@ -10,6 +10,7 @@
  */
 #include "py/pyutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/crypto.h>
@@ -31,10 +32,13 @@ int pcb_backend_arg(const char *name, int *backend)
     }
     int b = pcb_backend_find(name);
     if (b < 0) {
+        char names[256] = "";
+        size_t n = 0;
+        for (int i = 0; i < PCB_BK_COUNT && n < sizeof names; i++)
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s, ", pcb_backend_name((pcb_backend)i));
         PyErr_Format(PyExc_ValueError,
-                     "unknown backend '%s'; expected openssl, sodium, nettle, gcrypt, mbedtls, floor, "
-                     "py:cryptography, py:pycryptodome or py:pynacl (see pycipherbench.backends())",
-                     name);
+                     "unknown backend '%s'; expected %sor a Python library's py:<name> (see "
+                     "pycipherbench.backends())", name, names);
         return 0;
     }
     *backend = b;
@@ -81,10 +85,11 @@ static PyObject *backend_dict(module_state *ms, pcb_backend b)
     }
     if (names == NULL)
         return NULL;
-    return Py_BuildValue("{s:s,s:z,s:O,s:N,s:N,s:z,s:s,s:s}", "name", pcb_backend_name(b),
-                         "version", version, "available", absent ? Py_False : Py_True,
-                         "transformations", names, "hw_aes", hw_value(hw), "missing", absent,
-                         "apt", pcb_backend_apt(b), "kind", "c");
+    return Py_BuildValue("{s:s,s:s,s:z,s:O,s:N,s:N,s:z,s:s,s:s}", "name", pcb_backend_name(b),
+                         "label", pcb_backend_label(b), "version", version,
+                         "available", absent ? Py_False : Py_True, "transformations", names,
+                         "hw_aes", hw_value(hw), "missing", absent, "apt", pcb_backend_apt(b),
+                         "kind", "c");
 }
 
 static PyObject *core_backends(PyObject *module, PyObject *Py_UNUSED(ignored))
@@ -125,8 +130,9 @@ PyMethodDef pcb_backend_functions[] = {
      "thread_switches: whether samples count involuntary context switches (Linux\n"
      "RUSAGE_THREAD; without it the warnings that read them cannot fire)."},
     {"backends", core_backends, METH_NOARGS,
-     "backends() -> list[dict]\n\nThe C crypto libraries this build knows: name, version,\n"
-     "available, transformations, hw_aes (True/False/None = unknown), missing (why not\n"
-     "available), apt (the Debian package that adds it), kind ('c')."},
+     "backends() -> list[dict]\n\nThe C crypto libraries this build knows (csrc/crypto/backends.def's\n"
+     "rows, in order): name, label (the library's own name), version, available,\n"
+     "transformations, hw_aes (True/False/None = unknown), missing (why not available),\n"
+     "apt (the Debian package that adds it), kind ('c')."},
     {NULL, NULL, 0, NULL},
 };

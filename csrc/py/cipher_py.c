@@ -312,7 +312,8 @@ static int measure_backend_args(module_state *ms, const measure_args *a)
         ; /* the kernel's SIV messages have no associated data */
     else if (a->scope == SCOPE_STREAM && pcb_is_aead(a->t) && !ops->stream_aead)
         pcb_fail(&st, PCB_E_VALUE, "%s on %s has no stream scope (the library has no "
-                 "incremental AEAD call); use scope='message' or 'rekey'", a->t->name, ops->name);
+                 "incremental AEAD call); use scope='message' or 'rekey'", a->t->name,
+                 pcb_backend_name(b));
     else
         return 1;
     pcb_raise_status(ms, &st);

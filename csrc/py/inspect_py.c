@@ -3,10 +3,14 @@
  * key (store/inspect.h), as a dict for pycipherbench.store.inspect.
  *
  * Reads the file with the GIL released; builds the dict afterwards. Counts
- * are entries, sizes bytes.
+ * are entries, sizes bytes. Also prefs_parse(data): a SharedPreferences
+ * XML's entries through the store's own parser (format/prefs_xml.h), typed,
+ * for pycipherbench.replay; run with the GIL held (a callback per entry
+ * builds Python objects; preference files are small).
  */
 #include "py/module.h"
 #include "py/pyutil.h"
+#include "format/prefs_xml.h"
 #include "store/inspect.h"
 
 static const char *const status_names[] = {"UNKNOWN", "ENABLED", "DISABLED", "DESTROYED"};
@@ -101,7 +105,65 @@ static PyObject *store_inspect(PyObject *module, PyObject *path_obj)
     return res;
 }
 
+static const char *const pref_type_names[] = {"string", "string_set", "int", "long", "float",
+                                              "bool"}; /* pcb_pref_type order */
+
+/* One parsed entry appended to the list as (name, type name, value). */
+static int on_pref(void *arg, const pcb_pref_entry *e)
+{
+    PyObject *value = NULL;
+    switch (e->type) {
+    case PCB_PREF_STRING: value = PyUnicode_DecodeUTF8(e->text, (Py_ssize_t)e->text_len, "strict"); break;
+    case PCB_PREF_INT: case PCB_PREF_LONG: value = PyLong_FromLongLong(e->i); break;
+    case PCB_PREF_FLOAT: value = PyFloat_FromDouble((double)e->f); break;
+    case PCB_PREF_BOOLEAN: value = PyBool_FromLong(e->b); break;
+    case PCB_PREF_STRING_SET:
+        value = PyList_New((Py_ssize_t)e->n_members);
+        for (size_t i = 0; value != NULL && i < e->n_members; i++) {
+            PyObject *m = PyUnicode_DecodeUTF8(e->members[i], (Py_ssize_t)e->member_lens[i], "strict");
+            if (m == NULL)
+                Py_CLEAR(value);
+            else
+                PyList_SET_ITEM(value, (Py_ssize_t)i, m);
+        }
+        break;
+    }
+    PyObject *name = value == NULL ? NULL : PyUnicode_DecodeUTF8(e->name, (Py_ssize_t)e->name_len, "strict");
+    PyObject *item = name == NULL ? NULL
+                     : Py_BuildValue("(OsO)", name, pref_type_names[e->type], value);
+    int rc = item == NULL || PyList_Append((PyObject *)arg, item) < 0 ? 1 : 0;
+    Py_XDECREF(item);
+    Py_XDECREF(name);
+    Py_XDECREF(value);
+    return rc;
+}
+
+static PyObject *prefs_parse(PyObject *module, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *out = PyList_New(0);
+    char err[256] = "";
+    int rc = out == NULL ? 1 : pcb_prefs_parse(view.buf, (size_t)view.len, on_pref, out, err, sizeof err);
+    PyBuffer_Release(&view);
+    if (rc == 0)
+        return out;
+    Py_XDECREF(out);
+    if (rc < 0) { /* the parser's own error: its line and byte */
+        pcb_status st = {0};
+        pcb_fail(&st, PCB_E_FORMAT, "not an Android SharedPreferences file: %s", err);
+        pcb_raise_status(pcb_module_state(module), &st);
+    }
+    return NULL; /* rc > 0: the callback's exception */
+}
+
 PyMethodDef pcb_inspect_functions[] = {
+    {"prefs_parse", prefs_parse, METH_O,
+     "prefs_parse(data, /) -> list[tuple[str, str, object]]\n\nThe entries of an Android "
+     "SharedPreferences XML (bytes) as (name, type, value), in file order, parsed by the "
+     "store's parser; type is string, string_set (value: list), int, long, float or bool. "
+     "StoreFormatError naming the line and byte of the first error."},
     {"store_inspect", store_inspect, METH_O,
      "store_inspect(path, /) -> dict\n\nWhat a store file holds, read without any key: its layout, "
      "the keysets' plaintext keyset_info, entries per key id."},

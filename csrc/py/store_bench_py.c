@@ -62,8 +62,15 @@ static int bench_parse(module_state *ms, const char *func, PyObject *args, PyObj
                         "n_keys x (key_len + value_len) must stay under 4 GB of entries");
         return 0;
     }
-    if (!k.encrypted && (wl == PCB_WL_ROTATE || wl == PCB_WL_ROTATE_LAZY)) {
-        PyErr_SetString(PyExc_ValueError, "rotate needs an encrypted store");
+    if (!k.encrypted && (wl == PCB_WL_ROTATE || wl == PCB_WL_ROTATE_LAZY
+                         || wl == PCB_WL_MIGRATE || wl == PCB_WL_MIGRATE_KEYS)) {
+        PyErr_Format(PyExc_ValueError, "%s needs an encrypted store (encrypted=True)",
+                     pcb_workload_names[wl]);
+        return 0;
+    }
+    if (wl == PCB_WL_MIGRATE_KEYS && k.use_passphrase) {
+        PyErr_SetString(PyExc_ValueError, "migrate_keys moves the store to a new master key "
+                        "file: passphrase=True is not one of its cases");
         return 0;
     }
     if (wl == PCB_WL_ROTATE_LAZY && p->opt.value_enc == PCB_VALENC_NONE

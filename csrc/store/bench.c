@@ -11,13 +11,16 @@
 #define _GNU_SOURCE
 #include "store/bench.h"
 #include "common/sys.h"
+#include "store/fileio.h"
 #include "store/lock.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -29,13 +32,18 @@
 
 const char *const pcb_workload_names[PCB_WL_COUNT + 1] = {
     "put", "get", "get_missing", "contains", "all", "commit", "apply", "open_cold", "open_warm",
-    "rotate", "rotate_lazy", NULL,
+    "rotate", "rotate_lazy", "migrate", "migrate_keys", NULL,
 };
 
 struct pcb_store_bench {
     const pcb_store_bench_params *p;
     const pcb_evp_cache *cache;
     char path[PATH_MAX], key_path[PATH_MAX];
+    /* migrate: the plain file migrated from; migrate_keys: the new store,
+     * built in its own directory under the same base name (the names'
+     * associated data), with its new master key, then renamed over path. */
+    char old_path[PATH_MAX], new_dir[PATH_MAX], new_path[PATH_MAX], new_key_path[PATH_MAX];
+    pcb_file_bytes before; /* migrate*: the file every migration starts from */
     pcb_store_options opt;
     pcb_store *store;
     char *names;         /* n_keys names of key_len characters, back to back */
@@ -50,6 +58,8 @@ struct pcb_store_bench {
     uint64_t last_durable_ns; /* apply: of the last call */
     unsigned lazy_rotations;  /* rotate_lazy: since the keysets last held one key */
     pcb_store_bench_footprint footprint;
+    pcb_edit *migrate_edit;   /* migrate*: the new store's editor during copy_all */
+    char scratch[PATH_MAX + 8];
     pcb_status st;
 };
 typedef struct pcb_store_bench bench;
@@ -138,12 +148,10 @@ static int close_store(bench *b, pcb_status *st)
     return ok;
 }
 
-/* The store with its n_keys entries, committed. */
-static int populate(bench *b, pcb_status *st)
+/* Puts the n_keys entries into store, committed. */
+static int fill(bench *b, pcb_store *store, pcb_status *st)
 {
-    if (!open_store(b, NULL, st))
-        return 0;
-    pcb_edit *e = pcb_edit_new(b->store, st);
+    pcb_edit *e = pcb_edit_new(store, st);
     if (e == NULL)
         return 0;
     int ok = 1;
@@ -161,6 +169,12 @@ static int populate(bench *b, pcb_status *st)
     ok = ok && pcb_edit_commit(e, 1, st);
     pcb_edit_free(e);
     return ok;
+}
+
+/* The store with its n_keys entries, committed. */
+static int populate(bench *b, pcb_status *st)
+{
+    return open_store(b, NULL, st) && fill(b, b->store, st);
 }
 
 static void unlink_store_files(bench *b)
@@ -336,6 +350,139 @@ static int run_rotate_lazy(bench *b, uint64_t n, uint64_t *self_ns)
     return 0;
 }
 
+/* Writes the file a migration starts from (untimed): a fresh copy of the
+ * bytes captured after populating, the previous migration's result gone. */
+static int restore_before(bench *b, const char *path)
+{
+    pcb_sys_unlink(path);
+    int fd = pcb_sys_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return pcb_fail_os(&b->st, "writing the file a migration starts from");
+    size_t done = 0;
+    while (done < b->before.len) {
+        ssize_t w = pcb_sys_write(fd, b->before.data + done, b->before.len - done);
+        if (w <= 0) {
+            int e = w < 0 ? errno : EIO;
+            pcb_sys_close(fd);
+            errno = e;
+            return pcb_fail_os(&b->st, "writing the file a migration starts from");
+        }
+        done += (size_t)w;
+    }
+    return pcb_sys_close(fd) == 0 || pcb_fail_os(&b->st, "closing the migration's file");
+}
+
+/* pcb_store_all's callback: every entry put into the new store's editor. */
+static int put_into(void *arg, const char *name, size_t name_len, const uint8_t *value,
+                    size_t value_len)
+{
+    bench *b = arg;
+    pcb_edit *e = b->migrate_edit;
+    return pcb_edit_put(e, name, name_len, value, value_len, &b->st) ? 0 : 1;
+}
+
+/* Reads every entry of `from` and writes them all into `to` with one durable
+ * commit: the article's migrateIfNeeded (and the alpha03 keyset move). */
+static int copy_all(bench *b, pcb_store *from, pcb_store *to)
+{
+    b->migrate_edit = pcb_edit_new(to, &b->st);
+    if (b->migrate_edit == NULL)
+        return 0;
+    int ok = pcb_store_all(from, put_into, b, &b->st) && pcb_edit_commit(b->migrate_edit, 1, &b->st);
+    pcb_edit_free(b->migrate_edit);
+    b->migrate_edit = NULL;
+    return ok;
+}
+
+static void unlink_with_lock(const char *path)
+{
+    char side[PATH_MAX + 8];
+    pcb_sys_unlink(path);
+    snprintf(side, sizeof side, "%s" PCB_LOCK_SUFFIX, path);
+    pcb_sys_unlink(side);
+}
+
+/* migrate: first launch after the update. Untimed: a fresh copy of the
+ * plain SharedPreferences file, no encrypted store yet. Timed: open the
+ * plain file, create the encrypted store (its keys), read all + write all
+ * with one durable commit, close the plain file, remove it. */
+static int run_migrate(bench *b, uint64_t n, uint64_t *self_ns)
+{
+    uint64_t total = 0;
+    pcb_store_options plain = b->opt;
+    plain.encrypted = 0;
+    plain.master_key_file = NULL;
+    plain.passphrase = NULL;
+    plain.passphrase_len = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (!close_store(b, &b->st))
+            return -1;
+        unlink_store_files(b);
+        if (!restore_before(b, b->old_path))
+            return -1;
+        uint64_t t0 = pcb_clock_ns();
+        pcb_store *old = pcb_store_open(b->old_path, &plain, b->cache, NULL, &b->st);
+        int ok = old != NULL && open_store(b, NULL, &b->st) && copy_all(b, old, b->store);
+        if (old != NULL) {
+            pcb_status ignored = {0};
+            ok = pcb_store_close(old, ok ? &b->st : &ignored) && ok;
+        }
+        ok = ok && (pcb_sys_unlink(b->old_path) == 0
+                    || pcb_fail_os(&b->st, "removing the migrated plain file"));
+        total += pcb_clock_ns() - t0;
+        unlink_with_lock(b->old_path);
+        if (!ok)
+            return -1;
+        if (pcb_store_count(b->store) != b->p->n_keys) /* untimed: the work was done */
+            return pcb_fail(&b->st, PCB_E_VALUE, "benchmark bug: the migration lost entries") - 1;
+    }
+    *self_ns = total;
+    return 0;
+}
+
+/* migrate_keys: an encrypted store moved to new keysets under a new master
+ * key in a new file (the 1.1.0-alpha03 case). Untimed: a fresh copy of the
+ * old store's file. Timed: open it with the old key, create the new store
+ * (new master key, new keysets) beside it, read all + write all with one
+ * durable commit, close both, rename the new file over the old one. */
+static int run_migrate_keys(bench *b, uint64_t n, uint64_t *self_ns)
+{
+    uint64_t total = 0;
+    pcb_store_options fresh = b->opt;
+    if (fresh.passphrase == NULL)
+        fresh.master_key_file = b->new_key_path;
+    for (uint64_t i = 0; i < n; i++) {
+        if (!close_store(b, &b->st))
+            return -1;
+        unlink_with_lock(b->new_path);
+        pcb_sys_unlink(b->new_key_path);
+        snprintf(b->scratch, sizeof b->scratch, "%s.scrypt", b->new_path);
+        pcb_sys_unlink(b->scratch);
+        if (!restore_before(b, b->path))
+            return -1;
+        uint64_t t0 = pcb_clock_ns();
+        pcb_store *to = NULL;
+        int ok = open_store(b, NULL, &b->st)
+                 && (to = pcb_store_open(b->new_path, &fresh, b->cache, NULL, &b->st)) != NULL
+                 && copy_all(b, b->store, to);
+        size_t moved = ok ? pcb_store_count(to) : 0; /* a counter read: checked after the clock */
+        pcb_status ignored = {0};
+        ok = close_store(b, ok ? &b->st : &ignored) && ok;
+        if (to != NULL)
+            ok = pcb_store_close(to, ok ? &b->st : &ignored) && ok;
+        ok = ok && (pcb_sys_rename(b->new_path, b->path) == 0
+                    || pcb_fail_os(&b->st, "renaming the re-keyed store over the old one"));
+        ok = ok && (pcb_fsync_dir(b->p->dir) || pcb_fail_os(&b->st, "syncing the directory"));
+        total += pcb_clock_ns() - t0;
+        if (!ok)
+            return -1;
+        if (moved != b->p->n_keys)
+            return pcb_fail(&b->st, PCB_E_VALUE, "benchmark bug: the re-keying lost entries") - 1;
+    }
+    *self_ns = total;
+    return 0;
+}
+
 typedef int (*workload_fn)(bench *b, uint64_t n, uint64_t *self_ns);
 
 static const workload_fn workloads[PCB_WL_COUNT] = {
@@ -343,7 +490,8 @@ static const workload_fn workloads[PCB_WL_COUNT] = {
     [PCB_WL_CONTAINS] = run_contains, [PCB_WL_ALL] = run_all, [PCB_WL_COMMIT] = run_commit,
     [PCB_WL_APPLY] = run_apply, [PCB_WL_OPEN_COLD] = run_open_cold,
     [PCB_WL_OPEN_WARM] = run_open_warm, [PCB_WL_ROTATE] = run_rotate,
-    [PCB_WL_ROTATE_LAZY] = run_rotate_lazy,
+    [PCB_WL_ROTATE_LAZY] = run_rotate_lazy, [PCB_WL_MIGRATE] = run_migrate,
+    [PCB_WL_MIGRATE_KEYS] = run_migrate_keys,
 };
 
 int pcb_store_bench_run(void *arg, uint64_t n, uint64_t *self_ns)
@@ -361,6 +509,14 @@ static int set_paths(bench *b, pcb_status *st)
     if (snprintf(b->path, sizeof b->path, "%s/bench_prefs.xml", p->dir) >= (int)sizeof b->path
         || snprintf(b->key_path, sizeof b->key_path, "%s/bench_master.key", p->dir)
                >= (int)sizeof b->key_path)
+        return pcb_fail(st, PCB_E_VALUE, "directory path too long");
+    if (snprintf(b->old_path, sizeof b->old_path, "%s/bench_plain_prefs.xml", p->dir)
+            >= (int)sizeof b->old_path
+        || snprintf(b->new_dir, sizeof b->new_dir, "%s/new", p->dir) >= (int)sizeof b->new_dir
+        || snprintf(b->new_path, sizeof b->new_path, "%s/bench_prefs.xml", b->new_dir)
+               >= (int)sizeof b->new_path
+        || snprintf(b->new_key_path, sizeof b->new_key_path, "%s/bench_new_master.key", p->dir)
+               >= (int)sizeof b->new_key_path)
         return pcb_fail(st, PCB_E_VALUE, "directory path too long");
     if (p->opt.encrypted) {
         if (p->use_passphrase) {
@@ -472,7 +628,9 @@ static size_t payload_of(const bench *b)
 {
     const size_t per_value = b->value.len - 4;
     switch (b->p->workload) {
-    case PCB_WL_ALL: case PCB_WL_OPEN_WARM: case PCB_WL_ROTATE: return per_value * b->p->n_keys;
+    case PCB_WL_ALL: case PCB_WL_OPEN_WARM: case PCB_WL_ROTATE: case PCB_WL_MIGRATE:
+    case PCB_WL_MIGRATE_KEYS:
+        return per_value * b->p->n_keys;
     case PCB_WL_COMMIT: case PCB_WL_APPLY: return per_value * b->p->batch;
     case PCB_WL_OPEN_COLD: case PCB_WL_ROTATE_LAZY: return 0; /* no plaintext touched */
     default: return per_value;
@@ -510,6 +668,39 @@ uint64_t pcb_store_bench_last_durable_ns(const bench *b) { return b->last_durabl
 void pcb_store_bench_begin(void *b) { ((bench *)b)->last_durable_ns = 0; }
 void pcb_store_bench_get_footprint(const bench *b, pcb_store_bench_footprint *f) { *f = b->footprint; }
 
+/* What every migration starts from, captured once: migrate, the plain
+ * SharedPreferences file of the same entries (the encrypted store removed:
+ * the footprint is the one it will have); migrate_keys, the encrypted
+ * store's file under its master key, and the empty directory of the new one. */
+static int prepare_migration(bench *b, pcb_status *st)
+{
+    int missing = 0, ok = close_store(b, st);
+    const char *from = b->path;
+    if (ok && b->p->workload == PCB_WL_MIGRATE) {
+        pcb_store_options plain = b->opt;
+        plain.encrypted = 0;
+        plain.master_key_file = NULL;
+        plain.passphrase = NULL;
+        plain.passphrase_len = 0;
+        unlink_store_files(b);
+        pcb_store *old = pcb_store_open(b->old_path, &plain, b->cache, NULL, st);
+        ok = old != NULL && fill(b, old, st);
+        if (old != NULL) {
+            pcb_status ignored = {0};
+            ok = pcb_store_close(old, ok ? st : &ignored) && ok;
+        }
+        from = b->old_path;
+    } else if (ok && mkdir(b->new_dir, 0700) != 0 && errno != EEXIST) {
+        ok = pcb_fail_os(st, "creating the migration's directory");
+    }
+    ok = ok && pcb_read_whole_file(from, SIZE_MAX, "the store file", &b->before, &missing, st);
+    if (ok && missing)
+        ok = pcb_fail(st, PCB_E_VALUE, "benchmark bug: the file to migrate from is missing");
+    if (b->p->workload == PCB_WL_MIGRATE)
+        unlink_with_lock(b->old_path);
+    return ok;
+}
+
 /* The populated store and its footprint; open_cold then starts empty. */
 static int populate_instance(bench *b, pcb_status *st)
 {
@@ -525,6 +716,8 @@ static int populate_instance(bench *b, pcb_status *st)
         unlink_store_files(b);
         return ok && open_store(b, NULL, st);
     }
+    if (b->p->workload == PCB_WL_MIGRATE || b->p->workload == PCB_WL_MIGRATE_KEYS)
+        return prepare_migration(b, st);
     return 1;
 }
 
@@ -560,6 +753,14 @@ int pcb_store_bench_close(bench *b, pcb_status *st)
         return 1;
     int ok = close_store(b, st);
     unlink_store_files(b);
+    if (b->p->workload == PCB_WL_MIGRATE || b->p->workload == PCB_WL_MIGRATE_KEYS) {
+        unlink_with_lock(b->old_path);
+        unlink_with_lock(b->new_path);
+        pcb_sys_unlink(b->new_key_path);
+        rmdir(b->new_dir);
+    }
+    if (b->before.data != NULL)
+        pcb_file_bytes_free(&b->before, 1); /* a store file: wiped like the store's own reads */
     free(b->names);
     free(b->missing);
     free(b->order);

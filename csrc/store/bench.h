@@ -5,8 +5,10 @@
  * given directory, with names, values and a shuffled access order made
  * before any clock runs), the per-workload operation loops handed to the
  * timing engine (put, get, get_missing, contains, all, commit, apply,
- * open_cold, open_warm, rotate, rotate_lazy), the stage breakdown of put and get, and the
- * footprint per entry. Calibration, samples and rounds are the caller's.
+ * open_cold, open_warm, rotate, rotate_lazy, migrate, migrate_keys), the stage breakdown
+ * of put and get, and the footprint per entry. The migrations start every
+ * operation from a fresh copy of a file captured after populating (written
+ * untimed), and time the read-all + write-all + file removal or rename. Calibration, samples and rounds are the caller's.
  * Units: times in ns, sizes in bytes, lengths in characters. Thread safety:
  * one benchmark owns its directory and store; run it without the GIL (it
  * calls back into nothing Python).
@@ -23,7 +25,7 @@
 typedef enum {
     PCB_WL_PUT, PCB_WL_GET, PCB_WL_GET_MISSING, PCB_WL_CONTAINS, PCB_WL_ALL, PCB_WL_COMMIT,
     PCB_WL_APPLY, PCB_WL_OPEN_COLD, PCB_WL_OPEN_WARM, PCB_WL_ROTATE, PCB_WL_ROTATE_LAZY,
-    PCB_WL_COUNT
+    PCB_WL_MIGRATE, PCB_WL_MIGRATE_KEYS, PCB_WL_COUNT
 } pcb_workload;
 
 /* The workloads' names, NULL-terminated. */
