@@ -24,6 +24,10 @@
 #include <unistd.h>
 
 #include <openssl/crypto.h>
+
+#ifndef O_CLOEXEC /* older systems: the scratch copy is closed before anything could exec */
+#define O_CLOEXEC 0
+#endif
 #include <openssl/rand.h>
 
 #include "format/tinkpb.h"
