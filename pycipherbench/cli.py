@@ -54,8 +54,12 @@ def _speed_table(args: argparse.Namespace, payload: int) -> int:
     said = check_summary()  # before the run: what on this machine will move the figures
     if said:
         print(said, file=sys.stderr, flush=True)
+    def doc(records: list[Any], run: Any) -> dict[str, Any]:
+        return {"machine": machine(), "payload": payload, "hw_aes": not args.no_hw_aes,
+                "processes": run.processes, "results": [m.to_dict() for m in records]}
+
     results, run = run_speed(payload, args.quick, hw_aes=not args.no_hw_aes,
-                             processes=args.processes)
+                             processes=args.processes, on_round=_round_saver(args, doc))
     if not results:
         print(f"# Interrupted ({interrupt_words()}) before any row was sampled: no figures.", file=sys.stderr)
         return 130
@@ -70,9 +74,7 @@ def _speed_table(args: argparse.Namespace, payload: int) -> int:
         print(f"# Interrupted ({interrupt_words()}) after {rounds_text(run.rounds)}: the figures above "
               "are from those rounds only.")
     if args.json:
-        _write_json(args, args.json, {"machine": machine(), "payload": payload,
-                                      "hw_aes": not args.no_hw_aes, "processes": run.processes,
-                                      "results": [m.to_dict() for m in results]})
+        _write_json(args, args.json, {**doc(results, run), "complete": not run.interrupted})
     return 130 if run.interrupted else 0
 
 
@@ -129,12 +131,18 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
                         skipped[(t, b)] = MASKED
                 except (ValueError, TypeError) as e:  # UnsupportedCipherError is a ValueError
                     skipped[(t, b)] = str(e)
+
+    def doc(records: list[Any], run: Any) -> dict[str, Any]:
+        return {"machine": machine(), "payload": payload, "hw_aes": not args.no_hw_aes,
+                "backends": names, "threads": args.threads, "processes": run.processes,
+                "results": [m.to_dict() for m in records]}
+
     with Workers(resolve_processes(args.processes, timing["repeats"])) as workers:
         plans = [plan(t, hw_aes=not args.no_hw_aes, workers=workers, **kw, **timing)
                  for t, op, b, kw in jobs]
         try:
             records, run = run_plans(plans, timing["repeats"], progress=True, desc="speed",
-                                     workers=workers)
+                                     workers=workers, on_round=_round_saver(args, doc))
         except KeyboardInterrupt:
             records = []
     if not records:
@@ -170,12 +178,10 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
     if args.quick:
         print(f"# {QUICK_NOTE}")
     if args.json:
-        doc = {"machine": machine(), "payload": payload, "hw_aes": not args.no_hw_aes,
-               "backends": names, "threads": args.threads,
-               "results": [m.to_dict() for m in records]}
+        whole = {**doc(records, run), "complete": not run.interrupted}
         if floor_doc is not None:
-            doc["floor_multiples"] = floor_doc
-        _write_json(args, args.json, doc)
+            whole["floor_multiples"] = floor_doc
+        _write_json(args, args.json, whole)
     return 130 if run.interrupted else 0
 
 
@@ -382,6 +388,17 @@ def _write_json(args: argparse.Namespace, path: str, doc: Any) -> None:
     print(f"# Raw samples written to {os.fspath(path)}")
 
 
+def _round_saver(args: argparse.Namespace, doc: Any) -> Any:
+    """speed --json FILE: after every complete round, ``doc(records, run)`` of the rounds so
+    far is saved atomically (``"complete": false``), so a killed run keeps them (sweep and
+    store save their Results the same way, through run_points' ``out``). None for '-' or
+    no --json: standard output gets the JSON once, at the end."""
+    path = getattr(args, "json", None)
+    if not path or path == STDOUT:
+        return None
+    return lambda records, run: write_json_atomic(path, {**doc(records, run), "complete": False})
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from .sweep import sweep
 
@@ -579,7 +596,8 @@ def cmd_store(args: argparse.Namespace) -> int:
             _check_json(args.json, "--json", args.force)
         points = store_points(n_keys, hw_aes=not args.no_hw_aes, min_time=timing["min_time"])
         results = run_points("store", points, timing, seed=args.seed, progress=not args.no_progress,
-                             resume_hint="", processes=args.processes)
+                             resume_hint="", processes=args.processes, force=args.force,
+                             out=args.json if args.json and args.json != STDOUT else None)
     except (ValueError, TypeError, OSError) as e:
         return _fail("store", e)
     if not len(results):

@@ -403,7 +403,8 @@ def _run_and_save(target: Target, todo: list[dict[str, Any]], points: Sequence[d
               f"{run.run_id}; ratios pair points of one run only", file=sys.stderr)
     if interrupted:
         kept = f"{run.rounds} of {repeats} rounds of every point" if run and run.rounds else "nothing"
-        where = f"; saved to {os.fspath(out)} ({resume_hint} measures it again)" if out is not None else ""
+        again = f" ({resume_hint} measures it again)" if resume_hint else ""
+        where = f"; saved to {os.fspath(out)}{again}" if out is not None else ""
         who = "pycipherbench.sweep" if resume_hint == "resume=True" else "the run"
         print(f"{who} interrupted ({interrupt_words()}): kept {kept}{where}", file=sys.stderr)
     return results

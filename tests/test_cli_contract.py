@@ -784,6 +784,48 @@ def test_speed_sigterm_exits_143(tmp_path: Path) -> None:
     assert "SIGTERM" in out + err and "Traceback" not in err
 
 
+def _spawn_long(args: list[str]) -> subprocess.Popen[str]:
+    """``pycipherbench ARGS`` in a child whose --quick runs take 100000 short rounds (so a
+    signal surely comes mid-run; the test never waits for the end)."""
+    root = str(Path(pcb.__file__).resolve().parent.parent)
+    code = (f"import sys; sys.path.insert(0, {root!r}); "
+            "from pycipherbench import cli, experiments as e; "
+            "[t[True].update(repeats=100000, min_time=0.001, warmup=0.0) "
+            " for t in (e.SPEED_TIMING, e.STORE_TIMING)]; "
+            f"sys.exit(cli.main({args!r}))")
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _rounds_on_disk(path: Path) -> int:
+    """The rounds a speed/store --json file holds, checking it parses and that every
+    point holds the same complete rounds."""
+    doc = json.loads(path.read_text())
+    assert doc["complete"] is False
+    records = doc["results"] if "results" in doc else [p["measurement"] for p in doc["points"]]
+    counts = {len(r["samples"]) for r in records}
+    assert len(counts) == 1, counts
+    return counts.pop()
+
+
+@pytest.mark.parametrize("cmd,sig,status", [
+    ("speed", signal.SIGKILL, -signal.SIGKILL), ("speed", signal.SIGTERM, 143),
+    ("speed", signal.SIGHUP, 129), ("store", signal.SIGKILL, -signal.SIGKILL)])
+def test_json_saved_after_every_round(cmd: str, sig: int, status: int, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    extra = ["--payload", "4096"] if cmd == "speed" else ["--n-keys", "20", "--no-progress"]
+    proc = _spawn_long([cmd, "--quick", "--processes", "1", "--json", str(out), *extra])
+    said, err = signal_when(proc, out.exists, sig)  # once a round is on disk
+    assert proc.returncode == status, err
+    assert "Traceback" not in err
+    assert _rounds_on_disk(out) >= 1
+    if sig == signal.SIGKILL:  # its lock is left behind: the next run takes it over
+        assert (tmp_path / ".r.json.pcb-lock").exists()
+    else:
+        assert signal.Signals(sig).name in said + err
+        assert not (tmp_path / ".r.json.pcb-lock").exists()
+
+
 def test_a_command_leaves_no_lock_behind(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                          ) -> None:
     out = tmp_path / "r.json"
