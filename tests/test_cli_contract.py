@@ -329,6 +329,52 @@ def test_second_writer_is_refused_naming_the_first_pid(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.skipif(_output._start_time(os.getpid()) is None,
+                    reason="no /proc/PID/stat: locks hold the pid only")
+def test_a_lock_whose_pid_was_reused_is_stale(tmp_path: Path) -> None:
+    """A SIGKILLed writer's lock, its pid since given to an unrelated process: that
+    process is alive, but started at another time, so the lock is taken over."""
+    out = tmp_path / "r.json"
+    lock = tmp_path / ".r.json.pcb-lock"
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        start = _output._start_time(other.pid)
+        assert start is not None
+        lock.write_text(f"{other.pid} {start}\n")  # its own lock: refused, naming it
+        with pytest.raises(_output.OutputError, match=rf"another run \(pid {other.pid}"):
+            _output.check_output(out, claim=True)
+        lock.write_text(f"{other.pid} {start + 1}\n")  # a writer of that pid, started earlier
+        _output.check_output(out, claim=True)
+        assert lock.read_text().split() == [str(os.getpid()), str(_output._start_time(os.getpid()))]
+        _output.release_output(out)
+        lock.write_text(f"{other.pid}\n")  # no start time recorded: the pid alone decides
+        with pytest.raises(_output.OutputError, match=rf"pid {other.pid}"):
+            _output.check_output(out, claim=True)
+    finally:
+        other.kill()
+        other.wait(timeout=60)
+    _output.check_output(out, claim=True)  # its process gone: taken over
+    _output.release_output(out)
+    assert not list(tmp_path.iterdir())
+
+
+def test_start_time_reads_past_a_command_name_with_parentheses(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    stat = "4242 (a) b (c) S 1 " + " ".join(str(i) for i in range(5, 22)) + " 987654 0 0\n"
+    real = open
+
+    def fake(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if path == "/proc/4242/stat":
+            p = tmp_path / "stat"
+            p.write_text(stat)
+            return real(p, *args, **kwargs)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", fake)
+    assert _output._start_time(4242) == 987654
+
+
 @pytest.mark.parametrize("kind", ["chr", "fifo", "link-to-chr"])
 def test_only_regular_files_even_with_force(kind: str, tmp_path: Path) -> None:
     path = tmp_path / "dev"
