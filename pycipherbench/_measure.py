@@ -170,7 +170,7 @@ def plan(
     if not isinstance(hw_aes, bool):
         raise TypeError(f"hw_aes must be a bool, not {type(hw_aes).__name__}")
     check_kernel(transformation, **args)
-    warm = _options.warmup_value(warmup)
+    warm = _options.timing_values(min_time, repeats, warmup)
     _core.check_timing(min_time, repeats, warm)
     if not hw_aes and args.get("backend", "openssl") != "openssl":
         raise ValueError(f"hw_aes=False hides the AES instructions from OpenSSL only; backend "

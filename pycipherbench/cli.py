@@ -10,6 +10,7 @@ import warnings
 from typing import Any
 
 from ._machine import machine
+from ._options import SETTINGS
 from ._cost import PayloadCostError, PayloadCostWarning
 from ._format import format_size_compact, format_table
 from ._interrupt import SaveGuard, interrupt_words
@@ -695,13 +696,8 @@ def _add_sweep_commands(sub: Any) -> None:
                     help="a parameter and its values (repeat for more parameters)")
     sw.add_argument("--target", choices=("cipher", "store"), default="cipher",
                     help="what is swept: measure() (default cipher) or store.bench() (store)")
-    sw.add_argument("--repeats", type=int,
-                    help="rounds (default 10): every point takes one sample per round")
-    sw.add_argument("--min-time", type=float,
-                    help="seconds per sample at least (default 0.05)")
-    sw.add_argument("--warmup", type=float,
-                    help="seconds of warm-up per point (default: as long as --min-time)")
-    sw.add_argument("--seed", type=int, help="seed of the shuffled run order")
+    for name in ("repeats", "min_time", "warmup", "seed"):  # declared with the API's keywords
+        SETTINGS[name].add_to(sw)
     sw.add_argument("--out", required=True,
                     help="results file (JSON, saved after every complete round; '-': standard "
                          "output at the end, the table then on stderr)")
@@ -769,7 +765,7 @@ def _add_sweep_commands(sub: Any) -> None:
     st.add_argument("--n-keys", type=int, help="entries for the per-op table (default 1000; 100 with --quick)")
     st.add_argument("--no-hw-aes", action="store_true", help="hide AES-NI/PCLMULQDQ from OpenSSL")
     st.add_argument("--directory", help="where the stores' files go (fsync costs depend on it)")
-    st.add_argument("--seed", type=int, help="seed of the shuffled run order")
+    SETTINGS["seed"].add_to(st)
     st.add_argument("--json", metavar="FILE", help="also save the results (raw samples); with "
                     "inspect: the description as JSON ('-': standard output, the table then "
                     "on stderr)")
@@ -876,10 +872,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_processes_option(parser: argparse.ArgumentParser) -> None:
     """``--processes N``: the fresh worker processes the rounds run in."""
-    parser.add_argument(
-        "--processes", type=int, default=None, metavar="N",
-        help="fresh worker processes the rounds run in, one after another (default: up to "
-             "5, at least 2 rounds each; 1: this process, whose intervals cover it only)")
+    SETTINGS["processes"].add_to(parser)
 
 
 def add_machine_command(sub: Any) -> None:

@@ -239,7 +239,7 @@ def plan_bench(
         from ._names import explain_workload_error
 
         raise explain_workload_error(e, workload) from None
-    warm = _options.warmup_value(warmup)
+    warm = _options.timing_values(min_time, repeats, warmup)
     _core.check_timing(min_time, repeats, warm)
     if directory is not None and not os.path.isdir(directory):
         raise NotADirectoryError(f"directory={os.fspath(directory)!r} is not an existing directory")

@@ -219,6 +219,11 @@ def required_argv(cmd: str, sub: argparse.ArgumentParser, results: Path, tmp: Pa
 
 #: Per flag with a value: (valid, invalid, edge); edge is refused unless listed in EDGE_OK.
 def flag_values(action: argparse.Action) -> tuple[str, str, str] | None:
+    setting = getattr(action.type, "setting", None)
+    if setting is not None:  # a declared run setting: its edge is just outside its range
+        if setting.kind is int:
+            return "1", "x", str(int(setting.low) - 1)
+        return "0.5", "fast", "0" if setting.low_open else "-1"
     if action.choices:  # edge: a choice in capitals (argparse's choices are exact)
         first = str(list(action.choices)[0])
         return first, "nosuch", first.upper()
@@ -229,7 +234,7 @@ def flag_values(action: argparse.Action) -> tuple[str, str, str] | None:
     return None
 
 
-EDGE_OK = {("sweep", "--seed"), ("store", "--seed")}  # any seed orders the rounds
+EDGE_OK: set[tuple[str, str]] = set()  # (command, flag) whose edge value is accepted
 #: Flags whose value the walk gives a meaning-specific valid value (a file, a name).
 VALID = {"--param": "transformation=AES/CTR/NoPadding", "--json": "FILE", "--out": "FILE",
          "--output": "IMG", "--backend": "openssl", "--directory": "DIR", "--ignore": "hw_aes",
@@ -303,6 +308,68 @@ def test_every_flag_valid_invalid_edge(cmd: str, flag: str, tmp_path: Path, resu
         else:
             assert outcome in (2, ("exit", 2), 1), (flag, edge, outcome, err)
             assert "error" in err and (flag in err or flag.lstrip("-").replace("-", "_") in err), err
+
+
+def _declared_flags() -> list[tuple[str, argparse.Action]]:
+    return [(cmd, a) for cmd, sub in subcommands().items() for a in sub._actions
+            if getattr(a.type, "setting", None) is not None]
+
+
+def _api_error(name: str, value: Any) -> Exception:
+    """The exception the API raises for ``name=value``: measure(), store.bench(), sweep()
+    (each that takes the keyword: all must say the same)."""
+    calls = [lambda kw: pcb.sweep("cipher", transformation="AES/CTR/NoPadding", payload=16,
+                                  progress=False, **kw)]
+    if name != "seed":
+        calls += [lambda kw: pcb.measure("AES/CTR/NoPadding", payload=16, **kw),
+                  lambda kw: pcb.store.bench("put", n_keys=10, progress=False, **kw)]
+    errors = []
+    for call in calls:
+        with pytest.raises((ValueError, TypeError)) as e:
+            call({name: value})
+        errors.append(e.value)
+    assert len({str(e) for e in errors}) == 1, errors
+    return errors[0]
+
+
+def test_declared_flags_cover_the_shared_run_settings() -> None:
+    by_cmd: dict[str, set[str]] = {}
+    for cmd, action in _declared_flags():
+        by_cmd.setdefault(cmd, set()).add(action.dest)
+    assert by_cmd == {"speed": {"processes"}, "sweep": {"repeats", "min_time", "warmup", "seed",
+                                                       "processes"},
+                      "store": {"seed", "processes"}}
+
+
+@pytest.mark.parametrize("cmd,flag", [(c, a.option_strings[-1]) for c, a in _declared_flags()])
+def test_flag_and_keyword_share_their_declaration(cmd: str, flag: str, no_rounds: None,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    import inspect
+
+    action = next(a for a in subcommands()[cmd]._actions if flag in a.option_strings)
+    setting = action.type.setting  # type: ignore[union-attr]
+    assert setting is _options.SETTINGS[action.dest] and flag == setting.flag
+    # one default: the flag leaves it to the call, whose signature has the declared one
+    assert action.default is None
+    for fn in (pcb.measure, pcb.store.bench, pcb.sweep):
+        param = inspect.signature(fn).parameters.get(setting.name)
+        if param is not None and param.kind is not param.VAR_KEYWORD:
+            assert param.default == setting.default, (fn, param)
+    if setting.name in ("repeats", "min_time", "warmup"):  # sweep's **grid passes them on
+        assert inspect.signature(pcb.measure).parameters[setting.name].default == setting.default
+    words = setting.range_words()
+    assert words in " ".join(action.help.split())  # type: ignore[union-attr]
+    # one refusal: the same words from the flag and from the keyword
+    bad = flag_values(action)[2]  # type: ignore[index]
+    outcome, err = run_main([cmd, flag, bad], capsys)
+    assert outcome == ("exit", 2)
+    api = _api_error(setting.name, setting.kind(bad))
+    assert f"argument {flag}: {api}" in err, (err, api)
+    assert setting.name in str(api) and words in str(api)
+    # and a wrong kind: named alike on both sides
+    outcome, err = run_main([cmd, flag, "x"], capsys)
+    assert outcome == ("exit", 2) and f"{setting.name} must be" in err
+    assert f"{setting.name} must be" in str(_api_error(setting.name, "x"))
 
 
 # -- results files ------------------------------------------------------------------------------
