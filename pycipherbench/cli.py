@@ -410,9 +410,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         _check_json(args.out, "--out", args.force or args.resume,
                     override="--resume to continue it, --force")
         grid = parse_params(args.param or [], target=args.target)
-        for name in ("repeats", "min_time", "warmup"):
+        for name in ("repeats", "min_time", "warmup", "processes"):
             if getattr(args, name) is not None:
+                if name in grid:
+                    raise ValueError(f"--param {name}= and {SETTINGS[name].flag} both given: "
+                                     "give one")
                 grid[name] = getattr(args, name)
+        processes = grid.pop("processes", None)  # sweep()'s keyword, as --processes
         if args.target == "cipher":  # a large payload: the estimate, and ask (as speed does)
             from .sweep import cost_of, expand_grid
 
@@ -426,7 +430,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             results = sweep(args.target, seed=args.seed, out=None if to_stdout else args.out,
                             resume=args.resume, skip_invalid=args.skip_invalid,
                             progress=not args.no_progress, resume_hint="--resume",
-                            force=args.force, processes=args.processes, **grid)
+                            force=args.force, processes=processes, **grid)
     except (ValueError, TypeError, ImportError) as e:
         return _fail("sweep", e)
     print(results.table())

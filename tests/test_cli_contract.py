@@ -591,7 +591,7 @@ def test_help_texts(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         cli.main(["sweep", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for words in ("default cipher", "default 0.05", "default: as long as --min-time"):
+    for words in ("default cipher", "default 0.05", "default as long as --min-time"):
         assert words in text
 
 
