@@ -131,6 +131,9 @@ def check_kernel(transformation: str, function: str = "measure", **args: Any) ->
     about names say the nearest valid one (``function``: whose argument it is)."""
     backend = args.get("backend", "openssl")
     _names.check_transformation_arg(transformation, function)
+    for name in ("payload", "threads"):  # declared with speed's flags (_options.SETTINGS)
+        if name in args:
+            _options.SETTINGS[name].check(args[name])
     try:
         if isinstance(backend, str) and backend.startswith("py:"):
             from ._pybackends import check

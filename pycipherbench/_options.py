@@ -462,10 +462,12 @@ class Setting:
             raise argparse.ArgumentTypeError(str(e)) from None
         return value
 
-    def add_to(self, parser: Any, *, default: Any = None, help: str | None = None) -> Any:
+    def add_to(self, parser: Any, *, default: Any = None, help: str | None = None,
+               default_words: str | None = None) -> Any:
         """The setting's option on an argparse ``parser``: ``default`` None leaves it to
-        the call (the help then says the API's default); ``help`` replaces the text."""
-        words = self.default_words or f"{self.default:g}"
+        the call (the help then says the API's default, or ``default_words`` where the
+        command picks its own); ``help`` replaces the text."""
+        words = default_words or self.default_words or f"{self.default:g}"
         parse = functools.partial(Setting.parse, self)
         parse.__name__ = self.name  # type: ignore[attr-defined]  # argparse's error text
         parse.setting = self  # type: ignore[attr-defined]  # which declaration (tests)
@@ -492,6 +494,11 @@ SETTINGS: dict[str, Setting] = dict((
              "fresh worker processes the rounds run in, one after another",
              note="1: in this process, whose intervals cover it only",
              default_words="up to 5, at least 2 rounds each"),
+    _setting("payload", int, 1, 1 << 30, 10 << 20, "bytes per message",
+             default_words="10 MiB"),
+    _setting("threads", int, 1, 256, 1,
+             "independent contexts on as many threads per cell (aggregate KB/ms)"),
+    _setting("n_keys", int, 1, 10_000_000, 1000, "entries in the store"),
     _setting("seed", int, 0, 2**32 - 1, None, "seed of the shuffled run order",
              default_words="random, recorded with the results"),
 ))

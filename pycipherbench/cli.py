@@ -31,11 +31,9 @@ def rounds_text(n: int) -> str:
 
 def cmd_speed(args: argparse.Namespace) -> int:
     payload = args.payload if args.payload is not None else (1 << 20 if args.quick else 10 << 20)
-    if payload <= 0 or payload % 16:
+    if payload % 16:  # its range: the declaration's (argparse)
         return _fail("speed", f"--payload must be a positive multiple of 16 bytes (the NoPadding "
                               f"rows need whole blocks), not {payload}")
-    if args.threads < 1:
-        return _fail("speed", f"--threads must be at least 1, not {args.threads}")
     if args.json:
         try:
             _check_json(args.json, "--json", args.force)
@@ -766,7 +764,8 @@ def _add_sweep_commands(sub: Any) -> None:
     st.add_argument("action", nargs="*", metavar="inspect FILE",
                     help="describe the store file FILE (no key needed) instead of measuring")
     st.add_argument("--quick", action="store_true", help="short samples, 100-entry stores")
-    st.add_argument("--n-keys", type=int, help="entries for the per-op table (default 1000; 100 with --quick)")
+    SETTINGS["n_keys"].add_to(st, help="entries for the per-op table",
+                              default_words="1000; 100 with --quick")
     st.add_argument("--no-hw-aes", action="store_true", help="hide AES-NI/PCLMULQDQ from OpenSSL")
     st.add_argument("--directory", help="where the stores' files go (fsync costs depend on it)")
     SETTINGS["seed"].add_to(st)
@@ -840,8 +839,8 @@ def build_parser() -> argparse.ArgumentParser:
         "speed", help="the seed article's cipher speed table, measured on this machine",
         description="Encrypt and decrypt a payload with every transformation of the seed "
                     "article's table; print KB/ms per line, the TEA:AES ratio and the machine.")
-    speed.add_argument("--payload", type=int, default=None,
-                       help="bytes per message (default 10 MiB; 1 MiB with --quick)")
+    SETTINGS["payload"].add_to(speed, help="bytes per message, a multiple of 16",
+                               default_words="10 MiB; 1 MiB with --quick")
     speed.add_argument("--quick", action="store_true",
                        help="3 short rounds: done in well under a minute, rough numbers")
     speed.add_argument("--no-hw-aes", action="store_true",
@@ -856,8 +855,7 @@ def build_parser() -> argparse.ArgumentParser:
     speed.add_argument("--backend", metavar="NAME[,NAME]|all",
                        help="the library or libraries to measure, one column each "
                             "(default openssl; all: every available one; see `pycipherbench backends`)")
-    speed.add_argument("--threads", type=int, default=1,
-                       help="N independent contexts on N threads per cell (aggregate KB/ms)")
+    SETTINGS["threads"].add_to(speed, default=SETTINGS["threads"].default)
     add_processes_option(speed)
     speed.set_defaults(func=cmd_speed)
     bk = sub.add_parser(

@@ -232,6 +232,7 @@ def plan_bench(
     """A store workload point, checked, ready for :func:`~._rounds.run_plans` (what
     :func:`bench` and :func:`~pycipherbench.sweep` run)."""
     _options.check_bools("bench", _options.values("bench", locals()))
+    _options.SETTINGS["n_keys"].check(n_keys)  # declared with store --n-keys
     params = _options.values("bench", locals(), point=True, kernel=True)  # what C takes
     try:
         _core.check_store_bench(workload, **params)  # fail fast on bad input

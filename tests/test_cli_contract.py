@@ -320,9 +320,12 @@ def _api_error(name: str, value: Any) -> Exception:
     (each that takes the keyword: all must say the same)."""
     calls = [lambda kw: pcb.sweep("cipher", transformation="AES/CTR/NoPadding", payload=16,
                                   progress=False, **kw)]
-    if name != "seed":
-        calls += [lambda kw: pcb.measure("AES/CTR/NoPadding", payload=16, **kw),
-                  lambda kw: pcb.store.bench("put", n_keys=10, progress=False, **kw)]
+    if name in ("repeats", "min_time", "warmup", "processes", "payload", "threads"):
+        calls.append(lambda kw: pcb.measure("AES/CTR/NoPadding", **{"payload": 16, **kw}))
+    if name in ("repeats", "min_time", "warmup", "processes", "n_keys"):
+        calls.append(lambda kw: pcb.store.bench("put", **{"n_keys": 10, **kw}, progress=False))
+    if name in ("payload", "threads", "n_keys"):  # point parameters: not sweep's keywords
+        calls.pop(0)
     errors = []
     for call in calls:
         with pytest.raises((ValueError, TypeError)) as e:
@@ -336,9 +339,9 @@ def test_declared_flags_cover_the_shared_run_settings() -> None:
     by_cmd: dict[str, set[str]] = {}
     for cmd, action in _declared_flags():
         by_cmd.setdefault(cmd, set()).add(action.dest)
-    assert by_cmd == {"speed": {"processes"}, "sweep": {"repeats", "min_time", "warmup", "seed",
-                                                       "processes"},
-                      "store": {"seed", "processes"}}
+    assert by_cmd == {"speed": {"payload", "threads", "processes"},
+                      "sweep": {"repeats", "min_time", "warmup", "seed", "processes"},
+                      "store": {"n_keys", "seed", "processes"}}
 
 
 @pytest.mark.parametrize("cmd,flag", [(c, a.option_strings[-1]) for c, a in _declared_flags()])
@@ -349,8 +352,9 @@ def test_flag_and_keyword_share_their_declaration(cmd: str, flag: str, no_rounds
     action = next(a for a in subcommands()[cmd]._actions if flag in a.option_strings)
     setting = action.type.setting  # type: ignore[union-attr]
     assert setting is _options.SETTINGS[action.dest] and flag == setting.flag
-    # one default: the flag leaves it to the call, whose signature has the declared one
-    assert action.default is None
+    # one default: the flag leaves it to the call (or gives the declared one), and the
+    # call's signature has the declared one
+    assert action.default in (None, setting.default)
     for fn in (pcb.measure, pcb.store.bench, pcb.sweep):
         param = inspect.signature(fn).parameters.get(setting.name)
         if param is not None and param.kind is not param.VAR_KEYWORD:
