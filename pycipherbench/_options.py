@@ -406,8 +406,8 @@ class Setting:
     (``sweep --repeats`` and ``measure(repeats=)``): its kind (int or float), accepted
     range, default and help. :meth:`add_to` builds the argparse option from it and
     :meth:`check` is what the API runs on the keyword, so a bad value gets the same
-    message on both sides, naming the parameter and the range. ``low_open``: the range
-    excludes ``low``; ``note``: what else is accepted or what a value means (None's
+    message on both sides, naming the parameter and the range. ``low_open``/``high_open``:
+    the range excludes ``low``/``high``; ``note``: what else is accepted or what a value means (None's
     meaning, where ``default`` is None)."""
 
     name: str
@@ -418,6 +418,7 @@ class Setting:
     help: str
     default_words: str = ""
     low_open: bool = False
+    high_open: bool = False
     unit: str = ""
     note: str = ""
 
@@ -429,7 +430,8 @@ class Setting:
         """'between 1 and 100000', 'in (0, 60] seconds'."""
         if self.kind is int:
             return f"between {self.low:d} and {self.high:d}"
-        return (f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}]"
+        return (f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}"
+                f"{')' if self.high_open else ']'}"
                 + (f" {self.unit}" if self.unit else ""))
 
     def check(self, value: Any) -> None:
@@ -443,7 +445,8 @@ class Setting:
             kind = "an int" if self.kind is int else "a number"
             raise TypeError(f"{self.name} must be {kind}{note}, not {type(value).__name__}")
         low_ok = value > self.low if self.low_open else value >= self.low
-        if not (low_ok and value <= self.high):  # NaN fails both
+        high_ok = value < self.high if self.high_open else value <= self.high
+        if not (low_ok and high_ok):  # NaN fails both
             raise ValueError(f"{self.name} must be {self.range_words()}{note}, got {value!r}")
 
     def parse(self, text: str) -> Any:
@@ -499,6 +502,8 @@ SETTINGS: dict[str, Setting] = dict((
     _setting("threads", int, 1, 256, 1,
              "independent contexts on as many threads per cell (aggregate KB/ms)"),
     _setting("n_keys", int, 1, 10_000_000, 1000, "entries in the store"),
+    _setting("alpha", float, 0.0, 1.0, 0.05, "significance level of a verdict",
+             low_open=True, high_open=True),
     _setting("seed", int, 0, 2**32 - 1, None, "seed of the shuffled run order",
              default_words="random, recorded with the results"),
 ))

@@ -722,7 +722,7 @@ def _add_sweep_commands(sub: Any) -> None:
                     "verdict on the raw samples. Refuses results from different machines.")
     cmp.add_argument("baseline", help="results file (JSON) to compare against")
     cmp.add_argument("new", help="results file (JSON) to compare")
-    cmp.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    SETTINGS["alpha"].add_to(cmp, default=SETTINGS["alpha"].default)
     cmp.add_argument("--ignore", action="append", metavar="PARAM",
                      help="a parameter to leave out of the matching (e.g. hw_aes)")
     cmp.add_argument("--allow-different-machines", action="store_true",

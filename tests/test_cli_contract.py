@@ -320,6 +320,8 @@ def _api_error(name: str, value: Any) -> Exception:
     (each that takes the keyword: all must say the same)."""
     calls = [lambda kw: pcb.sweep("cipher", transformation="AES/CTR/NoPadding", payload=16,
                                   progress=False, **kw)]
+    if name == "alpha":  # compare's: Results.compare
+        calls = [lambda kw: cipher_results().compare(cipher_results(1.1), **kw)]
     if name in ("repeats", "min_time", "warmup", "processes", "payload", "threads"):
         calls.append(lambda kw: pcb.measure("AES/CTR/NoPadding", **{"payload": 16, **kw}))
     if name in ("repeats", "min_time", "warmup", "processes", "n_keys"):
@@ -341,7 +343,7 @@ def test_declared_flags_cover_the_shared_run_settings() -> None:
         by_cmd.setdefault(cmd, set()).add(action.dest)
     assert by_cmd == {"speed": {"payload", "threads", "processes"},
                       "sweep": {"repeats", "min_time", "warmup", "seed", "processes"},
-                      "store": {"n_keys", "seed", "processes"}}
+                      "store": {"n_keys", "seed", "processes"}, "compare": {"alpha"}}
 
 
 @pytest.mark.parametrize("cmd,flag", [(c, a.option_strings[-1]) for c, a in _declared_flags()])
@@ -355,7 +357,7 @@ def test_flag_and_keyword_share_their_declaration(cmd: str, flag: str, no_rounds
     # one default: the flag leaves it to the call (or gives the declared one), and the
     # call's signature has the declared one
     assert action.default in (None, setting.default)
-    for fn in (pcb.measure, pcb.store.bench, pcb.sweep):
+    for fn in (pcb.measure, pcb.store.bench, pcb.sweep, pcb.Results.compare):
         param = inspect.signature(fn).parameters.get(setting.name)
         if param is not None and param.kind is not param.VAR_KEYWORD:
             assert param.default == setting.default, (fn, param)
@@ -367,6 +369,10 @@ def test_flag_and_keyword_share_their_declaration(cmd: str, flag: str, no_rounds
     bad = flag_values(action)[2]  # type: ignore[index]
     outcome, err = run_main([cmd, flag, bad], capsys)
     assert outcome == ("exit", 2)
+    if setting.high_open:  # the high end is refused alike
+        with pytest.raises(argparse.ArgumentTypeError) as refused:
+            action.type(str(setting.high))  # type: ignore[misc]
+        assert str(refused.value) == str(_api_error(setting.name, setting.high))
     api = _api_error(setting.name, setting.kind(bad))
     assert f"argument {flag}: {api}" in err, (err, api)
     assert setting.name in str(api) and words in str(api)
