@@ -769,9 +769,9 @@ def _add_sweep_commands(sub: Any) -> None:
     st.add_argument("--no-hw-aes", action="store_true", help="hide AES-NI/PCLMULQDQ from OpenSSL")
     st.add_argument("--directory", help="where the stores' files go (fsync costs depend on it)")
     SETTINGS["seed"].add_to(st)
-    st.add_argument("--json", metavar="FILE", help="also save the results (raw samples); with "
-                    "inspect: the description as JSON ('-': standard output, the table then "
-                    "on stderr)")
+    st.add_argument("--json", metavar="FILE", help="also save the results (raw samples, saved "
+                    "after every complete round); with inspect: the description as JSON ('-': "
+                    "standard output, the table then on stderr)")
     st.add_argument("--force", action="store_true",
                     help="replace an existing --json file (without it, an existing file is kept)")
     st.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -846,7 +846,8 @@ def build_parser() -> argparse.ArgumentParser:
     speed.add_argument("--no-hw-aes", action="store_true",
                        help="hide AES-NI/PCLMULQDQ (ARM: AES/PMULL) from OpenSSL, as on a CPU without them")
     speed.add_argument("--json", metavar="FILE", help="also write every measurement with raw "
-                       "samples ('-': standard output, the table then on stderr)")
+                       "samples (saved after every complete round; '-': standard output at "
+                       "the end, the table then on stderr)")
     speed.add_argument("--force", action="store_true",
                        help="replace an existing --json file (without it, an existing file is kept)")
     speed.add_argument("--yes", action="store_true",
