@@ -933,10 +933,13 @@ def _rounds_on_disk(path: Path) -> int:
 
 @pytest.mark.parametrize("cmd,sig,status", [
     ("speed", signal.SIGKILL, -signal.SIGKILL), ("speed", signal.SIGTERM, 143),
-    ("speed", signal.SIGHUP, 129), ("store", signal.SIGKILL, -signal.SIGKILL)])
+    ("speed", signal.SIGHUP, 129), ("speed --threads", signal.SIGKILL, -signal.SIGKILL),
+    ("store", signal.SIGKILL, -signal.SIGKILL)])
 def test_json_saved_after_every_round(cmd: str, sig: int, status: int, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    extra = ["--payload", "4096"] if cmd == "speed" else ["--n-keys", "20", "--no-progress"]
+    extra = {"speed": ["--payload", "4096"], "store": ["--n-keys", "20", "--no-progress"],
+             "speed --threads": ["--payload", "4096", "--threads", "2"]}[cmd]  # the backends table
+    cmd = cmd.split()[0]
     proc = _spawn_long([cmd, "--quick", "--processes", "1", "--json", str(out), *extra])
     said, err = signal_when(proc, out.exists, sig)  # once a round is on disk
     assert proc.returncode == status, err
