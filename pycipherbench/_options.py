@@ -421,16 +421,20 @@ class Setting:
     high_open: bool = False
     unit: str = ""
     note: str = ""
+    flag_name: str = ""  # the flag, where it is not the keyword's name
 
     @property
     def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
+        return self.flag_name or "--" + self.name.replace("_", "-")
 
     def range_words(self) -> str:
         """'between 1 and 100000', 'in (0, 60] seconds'."""
         if self.kind is int:
             return f"between {self.low:d} and {self.high:d}"
-        return (f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}"
+        def num(x: float) -> str:  # 86400000, not 8.64e+07
+            return f"{int(x)}" if float(x).is_integer() else f"{x:g}"
+
+        return (f"in {'(' if self.low_open else '['}{num(self.low)}, {num(self.high)}"
                 f"{')' if self.high_open else ']'}"
                 + (f" {self.unit}" if self.unit else ""))
 
@@ -475,7 +479,8 @@ class Setting:
         parse.__name__ = self.name  # type: ignore[attr-defined]  # argparse's error text
         parse.setting = self  # type: ignore[attr-defined]  # which declaration (tests)
         return parser.add_argument(
-            self.flag, type=parse, default=default, metavar=self.kind.__name__.upper(),
+            self.flag, dest=self.name, type=parse, default=default,
+            metavar=self.kind.__name__.upper(),
             help=f"{help or self.help} (default {words}; {self.range_words()})")
 
 
@@ -504,6 +509,9 @@ SETTINGS: dict[str, Setting] = dict((
     _setting("n_keys", int, 1, 10_000_000, 1000, "entries in the store"),
     _setting("alpha", float, 0.0, 1.0, 0.05, "significance level of a verdict",
              low_open=True, high_open=True),
+    _setting("budget_ms", float, 0.0, float("inf"), 900.0, "the start-up budget",
+             low_open=True, high_open=True, unit="ms", flag_name="--budget",
+             default_words="900, the article's"),
     _setting("seed", int, 0, 2**32 - 1, None, "seed of the shuffled run order",
              default_words="random, recorded with the results"),
 ))

@@ -586,7 +586,7 @@ def cmd_store(args: argparse.Namespace) -> int:
         return _fail("store", f"{', '.join(stray)} go(es) with --from PREFS.xml")
     if args.designs:  # issue 19: the store designs' start-up table
         return _store_designs(args)
-    if args.budget is not None:
+    if args.budget_ms is not None:
         return _fail("store", "--budget is the start-up budget of --designs; without "
                               "--designs it means nothing (give --designs too)")
 
@@ -629,11 +629,9 @@ DESIGNS_REFUSES = {
 
 
 def _budget_ms(args: argparse.Namespace) -> float:
-    """--budget (store --designs, store --from): the article's 900 ms unless given, > 0."""
-    budget = 900.0 if args.budget is None else args.budget
-    if not budget > 0:
-        raise ValueError(f"--budget must be a positive number of ms, not {budget:g}")
-    return budget
+    """--budget (store --designs, store --from): the declared default (the article's 900 ms)
+    unless given; its range is the declaration's (argparse)."""
+    return SETTINGS["budget_ms"].default if args.budget_ms is None else args.budget_ms
 
 
 def _store_designs(args: argparse.Namespace) -> int:
@@ -778,9 +776,7 @@ def _add_sweep_commands(sub: Any) -> None:
     st.add_argument("--designs", action="store_true",
                     help="the start-up table of the store designs (ESP, cache, tiered, lazy, "
                          "SQLCipher 4, SQLite, an MMKV design model): which fits --budget")
-    st.add_argument("--budget", type=float, default=None,
-                    help="with --designs or --from: the start-up budget in ms (default 900, "
-                         "the article's)")
+    SETTINGS["budget_ms"].add_to(st, help="with --designs or --from: the start-up budget in ms")
     # issue 29: replay an app's own preferences file through every design
     st.add_argument("--from", dest="from_file", metavar="PREFS.xml",
                     help="replay this SharedPreferences XML (adb shell run-as PKG cat "

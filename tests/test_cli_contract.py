@@ -322,6 +322,11 @@ def _api_error(name: str, value: Any) -> Exception:
                                   progress=False, **kw)]
     if name == "alpha":  # compare's: Results.compare
         calls = [lambda kw: cipher_results().compare(cipher_results(1.1), **kw)]
+    if name == "budget_ms":  # store --designs/--from's: the tables' budget
+        from pycipherbench import designs
+
+        calls = [lambda kw: designs.format_designs([], **kw),
+                 lambda kw: designs.format_replay(None, **kw)]
     if name in ("repeats", "min_time", "warmup", "processes", "payload", "threads"):
         calls.append(lambda kw: pcb.measure("AES/CTR/NoPadding", **{"payload": 16, **kw}))
     if name in ("repeats", "min_time", "warmup", "processes", "n_keys"):
@@ -343,7 +348,8 @@ def test_declared_flags_cover_the_shared_run_settings() -> None:
         by_cmd.setdefault(cmd, set()).add(action.dest)
     assert by_cmd == {"speed": {"payload", "threads", "processes"},
                       "sweep": {"repeats", "min_time", "warmup", "seed", "processes"},
-                      "store": {"n_keys", "seed", "processes"}, "compare": {"alpha"}}
+                      "store": {"n_keys", "seed", "processes", "budget_ms"},
+                      "compare": {"alpha"}}
 
 
 @pytest.mark.parametrize("cmd,flag", [(c, a.option_strings[-1]) for c, a in _declared_flags()])
@@ -357,7 +363,8 @@ def test_flag_and_keyword_share_their_declaration(cmd: str, flag: str, no_rounds
     # one default: the flag leaves it to the call (or gives the declared one), and the
     # call's signature has the declared one
     assert action.default in (None, setting.default)
-    for fn in (pcb.measure, pcb.store.bench, pcb.sweep, pcb.Results.compare):
+    for fn in (pcb.measure, pcb.store.bench, pcb.sweep, pcb.Results.compare):  # (the designs'
+        # tables take budget_ms=None: no budget column; the CLI's is always the article's)
         param = inspect.signature(fn).parameters.get(setting.name)
         if param is not None and param.kind is not param.VAR_KEYWORD:
             assert param.default == setting.default, (fn, param)
@@ -611,7 +618,10 @@ def test_store_designs_refuses_what_it_does_not_apply(capsys: pytest.CaptureFixt
         assert flag[0] in capsys.readouterr().err
     assert cli.main(["store", "--budget", "100"]) == 2
     assert "--designs" in capsys.readouterr().err
-    assert cli.main(["store", "--designs", "--budget", "-5"]) == 2
+    with pytest.raises(SystemExit) as refused:  # its range: the declaration's, at parsing
+        cli.main(["store", "--designs", "--budget", "-5"])
+    assert refused.value.code == 2
+    assert "argument --budget: budget_ms must be in (0, inf) ms" in capsys.readouterr().err
 
 
 def test_sqlcipher_missing_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
