@@ -909,7 +909,7 @@ def test_compare_and_ratio_print_what_the_api_returns(tmp_path: Path,
 
 
 def test_speed_sigterm_exits_143(tmp_path: Path) -> None:
-    proc = _spawn(["speed", "--quick", "--payload", "4096"], dict(os.environ))
+    proc = _spawn_long(["speed", "--quick", "--payload", "4096"])  # cannot end before the signal
     assert proc.stderr is not None
     proc.stderr.readline()  # the progress bar's first line: the rounds have begun
     out, err = signal_when(proc, lambda: True, signal.SIGTERM)
