@@ -131,6 +131,9 @@ def check_kernel(transformation: str, function: str = "measure", **args: Any) ->
     about names say the nearest valid one (``function``: whose argument it is)."""
     backend = args.get("backend", "openssl")
     _names.check_transformation_arg(transformation, function)
+    for name in ("payload", "threads"):  # declared with speed's flags (_options.SETTINGS)
+        if name in args:
+            _options.SETTINGS[name].check(args[name])
     try:
         if isinstance(backend, str) and backend.startswith("py:"):
             from ._pybackends import check
@@ -170,7 +173,7 @@ def plan(
     if not isinstance(hw_aes, bool):
         raise TypeError(f"hw_aes must be a bool, not {type(hw_aes).__name__}")
     check_kernel(transformation, **args)
-    warm = _options.warmup_value(warmup)
+    warm = _options.timing_values(min_time, repeats, warmup)
     _core.check_timing(min_time, repeats, warm)
     if not hw_aes and args.get("backend", "openssl") != "openssl":
         raise ValueError(f"hw_aes=False hides the AES instructions from OpenSSL only; backend "

@@ -384,11 +384,134 @@ def parse_text(name: str, text: str, annotation: Any, *, flag: str = "--param") 
 
 
 def warmup_value(warmup: Any) -> Any:
-    """``warmup`` as the C layer takes it: None (warm up for min_time) is its internal -1,
-    which a caller may not give itself: a negative warmup is a ValueError."""
-    if warmup is None:
-        return -1.0
-    if isinstance(warmup, (int, float)) and not isinstance(warmup, bool) and warmup < 0:
-        raise ValueError(f"warmup must be in [0, 60] seconds (or None: as long as min_time), "
-                         f"got {warmup}")
-    return warmup
+    """``warmup`` as the C layer takes it, checked by its declaration (:data:`SETTINGS`):
+    None (warm up for min_time) is its internal -1, which a caller may not give itself."""
+    SETTINGS["warmup"].check(warmup)
+    return -1.0 if warmup is None else warmup
+
+
+def timing_values(min_time: Any, repeats: Any, warmup: Any) -> Any:
+    """The timing keywords checked by their declarations (the messages the CLI's flags
+    give too); returns ``warmup`` as the C layer takes it (:func:`warmup_value`)."""
+    SETTINGS["repeats"].check(repeats)
+    SETTINGS["min_time"].check(min_time)
+    return warmup_value(warmup)
+
+
+# -- run settings: one declaration each for a subcommand's flag and the API's keyword ---------
+
+@dataclass(frozen=True)
+class Setting:
+    """A run setting that flags of several subcommands and keywords of the API share
+    (``sweep --repeats`` and ``measure(repeats=)``): its kind (int or float), accepted
+    range, default and help. :meth:`add_to` builds the argparse option from it and
+    :meth:`check` is what the API runs on the keyword, so a bad value gets the same
+    message on both sides, naming the parameter and the range. ``low_open``/``high_open``:
+    the range excludes ``low``/``high``; ``note``: what else is accepted or what a value means (None's
+    meaning, where ``default`` is None)."""
+
+    name: str
+    kind: type
+    low: float
+    high: float
+    default: Any
+    help: str
+    default_words: str = ""
+    low_open: bool = False
+    high_open: bool = False
+    unit: str = ""
+    note: str = ""
+    flag_name: str = ""  # the flag, where it is not the keyword's name
+
+    @property
+    def flag(self) -> str:
+        return self.flag_name or "--" + self.name.replace("_", "-")
+
+    def range_words(self) -> str:
+        """'between 1 and 100000', 'in (0, 60] seconds'."""
+        if self.kind is int:
+            return f"between {self.low:d} and {self.high:d}"
+        def num(x: float) -> str:  # 86400000, not 8.64e+07
+            return f"{int(x)}" if float(x).is_integer() else f"{x:g}"
+
+        return (f"in {'(' if self.low_open else '['}{num(self.low)}, {num(self.high)}"
+                f"{')' if self.high_open else ']'}"
+                + (f" {self.unit}" if self.unit else ""))
+
+    def check(self, value: Any) -> None:
+        """TypeError (not the setting's kind; bools are no numbers) or ValueError (out
+        of range), each naming the setting; None passes where it is the default."""
+        if value is None and self.default is None:
+            return
+        note = f" ({self.note})" if self.note else ""
+        numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not numeric or (self.kind is int and not isinstance(value, int)):
+            kind = "an int" if self.kind is int else "a number"
+            raise TypeError(f"{self.name} must be {kind}{note}, not {type(value).__name__}")
+        low_ok = value > self.low if self.low_open else value >= self.low
+        high_ok = value < self.high if self.high_open else value <= self.high
+        if not (low_ok and high_ok):  # NaN fails both
+            raise ValueError(f"{self.name} must be {self.range_words()}{note}, got {value!r}")
+
+    def parse(self, text: str) -> Any:
+        """The flag's value (argparse's ``type``): read as the setting's kind, checked by
+        :meth:`check` (argparse prints the message after the flag's name)."""
+        import argparse
+
+        try:
+            value = self.kind(text)
+        except ValueError:
+            kind = "an int" if self.kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"{self.name} must be {kind}, not {text!r}") from None
+        try:
+            self.check(value)
+        except (TypeError, ValueError) as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return value
+
+    def add_to(self, parser: Any, *, default: Any = None, help: str | None = None,
+               default_words: str | None = None) -> Any:
+        """The setting's option on an argparse ``parser``: ``default`` None leaves it to
+        the call (the help then says the API's default, or ``default_words`` where the
+        command picks its own); ``help`` replaces the text."""
+        words = default_words or self.default_words or f"{self.default:g}"
+        parse = functools.partial(Setting.parse, self)
+        parse.__name__ = self.name  # type: ignore[attr-defined]  # argparse's error text
+        parse.setting = self  # type: ignore[attr-defined]  # which declaration (tests)
+        return parser.add_argument(
+            self.flag, dest=self.name, type=parse, default=default,
+            metavar=self.kind.__name__.upper(),
+            help=f"{help or self.help} (default {words}; {self.range_words()})")
+
+
+def _setting(name: str, kind: type, low: float, high: float, default: Any, help: str,
+             **kw: Any) -> tuple[str, Setting]:
+    return name, Setting(name, kind, low, high, default, help, **kw)
+
+
+#: The run settings the CLI's flags and the API's keywords share (issue 26).
+SETTINGS: dict[str, Setting] = dict((
+    _setting("repeats", int, 1, 100_000, 10,
+             "rounds: every point takes one sample per round"),
+    _setting("min_time", float, 0.0, 60.0, 0.05, "seconds one sample lasts at least",
+             low_open=True, unit="seconds"),
+    _setting("warmup", float, 0.0, 60.0, None, "seconds of warm-up per point",
+             unit="seconds", note="or None: as long as min_time",
+             default_words="as long as --min-time"),
+    _setting("processes", int, 1, 100_000, None,
+             "fresh worker processes the rounds run in, one after another",
+             note="1: in this process, whose intervals cover it only",
+             default_words="up to 5, at least 2 rounds each"),
+    _setting("payload", int, 1, 1 << 30, 10 << 20, "bytes per message",
+             default_words="10 MiB"),
+    _setting("threads", int, 1, 256, 1,
+             "independent contexts on as many threads per cell (aggregate KB/ms)"),
+    _setting("n_keys", int, 1, 10_000_000, 1000, "entries in the store"),
+    _setting("alpha", float, 0.0, 1.0, 0.05, "significance level of a verdict",
+             low_open=True, high_open=True),
+    _setting("budget_ms", float, 0.0, float("inf"), 900.0, "the start-up budget",
+             low_open=True, high_open=True, unit="ms", flag_name="--budget",
+             default_words="900, the article's"),
+    _setting("seed", int, 0, 2**32 - 1, None, "seed of the shuffled run order",
+             default_words="random, recorded with the results"),
+))

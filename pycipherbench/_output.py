@@ -6,8 +6,11 @@ directory, a device or a FIFO), nor silently replace an earlier results file,
 nor share it with another run writing the same file. :func:`check_output` says
 so before the run starts and, with ``claim``, takes the file: a lock file
 ``.NAME.pcb-lock`` beside it, created exclusively (``O_EXCL``) and holding the
-writer's pid, removed when the writer ends; a second writer is refused, naming
-that pid (a lock whose process is gone is taken over). :func:`write_atomic`
+writer's identity (its pid and, where ``/proc`` tells it, the process's start time),
+removed when the writer ends; a second writer is refused, naming that pid. A lock
+whose process is gone is taken over, and so is one whose pid now belongs to another
+process (a killed writer's pid reused: alive, but started at another time; without
+``/proc`` only the pid is compared). :func:`write_atomic`
 writes a file next to its destination and renames it into place, so a reader
 (or a crash) never sees a half-written file; the file's mode comes from the
 umask (results and plots are not secrets).
@@ -107,10 +110,46 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _start_time(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot: field 22 of
+    ``/proc/PID/stat``, read after the command name, which may hold spaces and
+    parentheses); None where that cannot be read (no ``/proc``: macOS, BSD)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return int(fields[19])  # fields[0] is field 3 (the state)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _identity(pid: int) -> str:
+    """What a lock file holds: 'PID START', or 'PID' where the start time is unknown."""
+    start = _start_time(pid)
+    return f"{pid}" if start is None else f"{pid} {start}"
+
+
+def _holder(text: str) -> int:
+    """The pid of a live writer holding a lock of content ``text``; 0 when the lock is
+    stale (its process gone, or its pid reused by a process started at another time)
+    or unreadable. Raises ValueError for garbage."""
+    fields = text.split()
+    if not fields:
+        return 0
+    pid = int(fields[0])
+    if pid <= 0 or not _alive(pid):
+        return 0
+    if len(fields) > 1:
+        now = _start_time(pid)
+        if now is not None and now != int(fields[1]):
+            return 0  # the writer died and its pid went to another process
+    return pid
+
+
 def claim_output(path: PathLike, *, what: str = "output") -> None:
     """Take ``path`` for this process until :func:`release_output` (or the process ends): its
-    lock file is created exclusively and holds this pid. Another live process's lock is
-    an :class:`OutputError` naming its pid; a dead one's is taken over."""
+    lock file is created exclusively and holds this process's identity (:func:`_identity`).
+    Another live process's lock is an :class:`OutputError` naming its pid; a dead one's,
+    or one whose pid another process reuses, is taken over."""
     lock = _lock_path(path)
     if lock in _held:
         _held[lock] += 1
@@ -121,19 +160,20 @@ def claim_output(path: PathLike, *, what: str = "output") -> None:
         except FileExistsError:
             try:
                 with open(lock, encoding="ascii") as f:
-                    pid = int(f.read().strip() or 0)
+                    text = f.read()
+                pid = _holder(text)
             except (OSError, ValueError):
-                pid = 0  # being written this instant, or garbage: look again
-            if pid and pid != os.getpid() and _alive(pid):
+                pid, text = 0, ""  # being written this instant, or garbage: look again
+            if pid and pid != os.getpid():
                 raise OutputError(f"{what} {os.fspath(path)!r} is being written by another run "
                                   f"(pid {pid}; its lock {lock}): wait for it to end, or write "
                                   "another file") from None
-            if pid:
+            if text.strip():
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(lock)  # its writer is gone
+                    os.unlink(lock)  # its writer is gone (or was this process, a fork's parent)
             continue
         with os.fdopen(fd, "w", encoding="ascii") as f:
-            f.write(f"{os.getpid()}\n")
+            f.write(f"{_identity(os.getpid())}\n")
         if not _held:
             atexit.register(_release_all)
         _held[lock] = 1

@@ -49,12 +49,13 @@ import numpy as np
 
 from . import _core
 from ._interrupt import interrupt_words, rounds_over
+from ._options import SETTINGS
 from ._progress import progress as progress_bar
 
 #: Default rounds: ten give a 95% interval of the median between the 2nd and
 #: 9th of the sorted rounds (97.9% coverage), and paired ratios that order
 #: points differing by a few percent on a busy laptop.
-DEFAULT_ROUNDS = 10
+DEFAULT_ROUNDS: int = SETTINGS["repeats"].default  # declared once, with --repeats
 #: What the canary aims to last per round (seconds): long enough that its own
 #: noise (timer ticks, interrupts) stays well below the slowdowns it is there to
 #: see, short beside a round.
@@ -473,11 +474,12 @@ def resolve_processes(processes: int | None, repeats: int, what: str = "processe
     None the default (up to :data:`DEFAULT_PROCESSES`, at least :data:`ROUNDS_PER_PROCESS`
     rounds each, at least :data:`MIN_PROCESSES` or none). 1 runs in this process (its
     intervals cover this process only)."""
+    if not isinstance(repeats, int) or isinstance(repeats, bool):
+        SETTINGS["repeats"].check(repeats)  # a wrong kind: its own message, not a // error
     if processes is None:
         w = min(DEFAULT_PROCESSES, repeats // ROUNDS_PER_PROCESS)
         return w if w >= MIN_PROCESSES else 1
-    if not isinstance(processes, int) or isinstance(processes, bool) or processes < 1:
-        raise ValueError(f"{what} must be an int >= 1 (1: in this process), got {processes!r}")
+    SETTINGS["processes"].check(processes)  # the message --processes gives too
     if isinstance(repeats, int) and not isinstance(repeats, bool) and processes > repeats:
         raise ValueError(f"{what}={processes} needs at least as many rounds (repeats={repeats}): "
                          "every worker process runs complete rounds")

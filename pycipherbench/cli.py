@@ -10,6 +10,7 @@ import warnings
 from typing import Any
 
 from ._machine import machine
+from ._options import SETTINGS
 from ._cost import PayloadCostError, PayloadCostWarning
 from ._format import format_size_compact, format_table
 from ._interrupt import SaveGuard, interrupt_words
@@ -30,11 +31,9 @@ def rounds_text(n: int) -> str:
 
 def cmd_speed(args: argparse.Namespace) -> int:
     payload = args.payload if args.payload is not None else (1 << 20 if args.quick else 10 << 20)
-    if payload <= 0 or payload % 16:
+    if payload % 16:  # its range: the declaration's (argparse)
         return _fail("speed", f"--payload must be a positive multiple of 16 bytes (the NoPadding "
                               f"rows need whole blocks), not {payload}")
-    if args.threads < 1:
-        return _fail("speed", f"--threads must be at least 1, not {args.threads}")
     if args.json:
         try:
             _check_json(args.json, "--json", args.force)
@@ -54,8 +53,12 @@ def _speed_table(args: argparse.Namespace, payload: int) -> int:
     said = check_summary()  # before the run: what on this machine will move the figures
     if said:
         print(said, file=sys.stderr, flush=True)
+    def doc(records: list[Any], run: Any) -> dict[str, Any]:
+        return {"machine": machine(), "payload": payload, "hw_aes": not args.no_hw_aes,
+                "processes": run.processes, "results": [m.to_dict() for m in records]}
+
     results, run = run_speed(payload, args.quick, hw_aes=not args.no_hw_aes,
-                             processes=args.processes)
+                             processes=args.processes, on_round=_round_saver(args, doc))
     if not results:
         print(f"# Interrupted ({interrupt_words()}) before any row was sampled: no figures.", file=sys.stderr)
         return 130
@@ -70,9 +73,7 @@ def _speed_table(args: argparse.Namespace, payload: int) -> int:
         print(f"# Interrupted ({interrupt_words()}) after {rounds_text(run.rounds)}: the figures above "
               "are from those rounds only.")
     if args.json:
-        _write_json(args, args.json, {"machine": machine(), "payload": payload,
-                                      "hw_aes": not args.no_hw_aes, "processes": run.processes,
-                                      "results": [m.to_dict() for m in results]})
+        _write_json(args, args.json, {**doc(results, run), "complete": not run.interrupted})
     return 130 if run.interrupted else 0
 
 
@@ -129,12 +130,18 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
                         skipped[(t, b)] = MASKED
                 except (ValueError, TypeError) as e:  # UnsupportedCipherError is a ValueError
                     skipped[(t, b)] = str(e)
+
+    def doc(records: list[Any], run: Any) -> dict[str, Any]:
+        return {"machine": machine(), "payload": payload, "hw_aes": not args.no_hw_aes,
+                "backends": names, "threads": args.threads, "processes": run.processes,
+                "results": [m.to_dict() for m in records]}
+
     with Workers(resolve_processes(args.processes, timing["repeats"])) as workers:
         plans = [plan(t, hw_aes=not args.no_hw_aes, workers=workers, **kw, **timing)
                  for t, op, b, kw in jobs]
         try:
             records, run = run_plans(plans, timing["repeats"], progress=True, desc="speed",
-                                     workers=workers)
+                                     workers=workers, on_round=_round_saver(args, doc))
         except KeyboardInterrupt:
             records = []
     if not records:
@@ -170,12 +177,10 @@ def _speed_backends(args: argparse.Namespace, payload: int) -> int:
     if args.quick:
         print(f"# {QUICK_NOTE}")
     if args.json:
-        doc = {"machine": machine(), "payload": payload, "hw_aes": not args.no_hw_aes,
-               "backends": names, "threads": args.threads,
-               "results": [m.to_dict() for m in records]}
+        whole = {**doc(records, run), "complete": not run.interrupted}
         if floor_doc is not None:
-            doc["floor_multiples"] = floor_doc
-        _write_json(args, args.json, doc)
+            whole["floor_multiples"] = floor_doc
+        _write_json(args, args.json, whole)
     return 130 if run.interrupted else 0
 
 
@@ -382,6 +387,17 @@ def _write_json(args: argparse.Namespace, path: str, doc: Any) -> None:
     print(f"# Raw samples written to {os.fspath(path)}")
 
 
+def _round_saver(args: argparse.Namespace, doc: Any) -> Any:
+    """speed --json FILE: after every complete round, ``doc(records, run)`` of the rounds so
+    far is saved atomically (``"complete": false``), so a killed run keeps them (sweep and
+    store save their Results the same way, through run_points' ``out``). None for '-' or
+    no --json: standard output gets the JSON once, at the end."""
+    path = getattr(args, "json", None)
+    if not path or path == STDOUT:
+        return None
+    return lambda records, run: write_json_atomic(path, {**doc(records, run), "complete": False})
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from .sweep import sweep
 
@@ -392,9 +408,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         _check_json(args.out, "--out", args.force or args.resume,
                     override="--resume to continue it, --force")
         grid = parse_params(args.param or [], target=args.target)
-        for name in ("repeats", "min_time", "warmup"):
+        for name in ("repeats", "min_time", "warmup", "processes"):
             if getattr(args, name) is not None:
+                if name in grid:
+                    raise ValueError(f"--param {name}= and {SETTINGS[name].flag} both given: "
+                                     "give one")
                 grid[name] = getattr(args, name)
+        processes = grid.pop("processes", None)  # sweep()'s keyword, as --processes
         if args.target == "cipher":  # a large payload: the estimate, and ask (as speed does)
             from .sweep import cost_of, expand_grid
 
@@ -408,7 +428,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             results = sweep(args.target, seed=args.seed, out=None if to_stdout else args.out,
                             resume=args.resume, skip_invalid=args.skip_invalid,
                             progress=not args.no_progress, resume_hint="--resume",
-                            force=args.force, processes=args.processes, **grid)
+                            force=args.force, processes=processes, **grid)
     except (ValueError, TypeError, ImportError) as e:
         return _fail("sweep", e)
     print(results.table())
@@ -566,7 +586,7 @@ def cmd_store(args: argparse.Namespace) -> int:
         return _fail("store", f"{', '.join(stray)} go(es) with --from PREFS.xml")
     if args.designs:  # issue 19: the store designs' start-up table
         return _store_designs(args)
-    if args.budget is not None:
+    if args.budget_ms is not None:
         return _fail("store", "--budget is the start-up budget of --designs; without "
                               "--designs it means nothing (give --designs too)")
 
@@ -579,7 +599,8 @@ def cmd_store(args: argparse.Namespace) -> int:
             _check_json(args.json, "--json", args.force)
         points = store_points(n_keys, hw_aes=not args.no_hw_aes, min_time=timing["min_time"])
         results = run_points("store", points, timing, seed=args.seed, progress=not args.no_progress,
-                             resume_hint="", processes=args.processes)
+                             resume_hint="", processes=args.processes, force=args.force,
+                             out=args.json if args.json and args.json != STDOUT else None)
     except (ValueError, TypeError, OSError) as e:
         return _fail("store", e)
     if not len(results):
@@ -608,11 +629,9 @@ DESIGNS_REFUSES = {
 
 
 def _budget_ms(args: argparse.Namespace) -> float:
-    """--budget (store --designs, store --from): the article's 900 ms unless given, > 0."""
-    budget = 900.0 if args.budget is None else args.budget
-    if not budget > 0:
-        raise ValueError(f"--budget must be a positive number of ms, not {budget:g}")
-    return budget
+    """--budget (store --designs, store --from): the declared default (the article's 900 ms)
+    unless given; its range is the declaration's (argparse)."""
+    return SETTINGS["budget_ms"].default if args.budget_ms is None else args.budget_ms
 
 
 def _store_designs(args: argparse.Namespace) -> int:
@@ -677,13 +696,8 @@ def _add_sweep_commands(sub: Any) -> None:
                     help="a parameter and its values (repeat for more parameters)")
     sw.add_argument("--target", choices=("cipher", "store"), default="cipher",
                     help="what is swept: measure() (default cipher) or store.bench() (store)")
-    sw.add_argument("--repeats", type=int,
-                    help="rounds (default 10): every point takes one sample per round")
-    sw.add_argument("--min-time", type=float,
-                    help="seconds per sample at least (default 0.05)")
-    sw.add_argument("--warmup", type=float,
-                    help="seconds of warm-up per point (default: as long as --min-time)")
-    sw.add_argument("--seed", type=int, help="seed of the shuffled run order")
+    for name in ("repeats", "min_time", "warmup", "seed"):  # declared with the API's keywords
+        SETTINGS[name].add_to(sw)
     sw.add_argument("--out", required=True,
                     help="results file (JSON, saved after every complete round; '-': standard "
                          "output at the end, the table then on stderr)")
@@ -706,7 +720,7 @@ def _add_sweep_commands(sub: Any) -> None:
                     "verdict on the raw samples. Refuses results from different machines.")
     cmp.add_argument("baseline", help="results file (JSON) to compare against")
     cmp.add_argument("new", help="results file (JSON) to compare")
-    cmp.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    SETTINGS["alpha"].add_to(cmp, default=SETTINGS["alpha"].default)
     cmp.add_argument("--ignore", action="append", metavar="PARAM",
                      help="a parameter to leave out of the matching (e.g. hw_aes)")
     cmp.add_argument("--allow-different-machines", action="store_true",
@@ -748,22 +762,21 @@ def _add_sweep_commands(sub: Any) -> None:
     st.add_argument("action", nargs="*", metavar="inspect FILE",
                     help="describe the store file FILE (no key needed) instead of measuring")
     st.add_argument("--quick", action="store_true", help="short samples, 100-entry stores")
-    st.add_argument("--n-keys", type=int, help="entries for the per-op table (default 1000; 100 with --quick)")
+    SETTINGS["n_keys"].add_to(st, help="entries for the per-op table",
+                              default_words="1000; 100 with --quick")
     st.add_argument("--no-hw-aes", action="store_true", help="hide AES-NI/PCLMULQDQ from OpenSSL")
     st.add_argument("--directory", help="where the stores' files go (fsync costs depend on it)")
-    st.add_argument("--seed", type=int, help="seed of the shuffled run order")
-    st.add_argument("--json", metavar="FILE", help="also save the results (raw samples); with "
-                    "inspect: the description as JSON ('-': standard output, the table then "
-                    "on stderr)")
+    SETTINGS["seed"].add_to(st)
+    st.add_argument("--json", metavar="FILE", help="also save the results (raw samples, saved "
+                    "after every complete round); with inspect: the description as JSON ('-': "
+                    "standard output, the table then on stderr)")
     st.add_argument("--force", action="store_true",
                     help="replace an existing --json file (without it, an existing file is kept)")
     st.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     st.add_argument("--designs", action="store_true",
                     help="the start-up table of the store designs (ESP, cache, tiered, lazy, "
                          "SQLCipher 4, SQLite, an MMKV design model): which fits --budget")
-    st.add_argument("--budget", type=float, default=None,
-                    help="with --designs or --from: the start-up budget in ms (default 900, "
-                         "the article's)")
+    SETTINGS["budget_ms"].add_to(st, help="with --designs or --from: the start-up budget in ms")
     # issue 29: replay an app's own preferences file through every design
     st.add_argument("--from", dest="from_file", metavar="PREFS.xml",
                     help="replay this SharedPreferences XML (adb shell run-as PKG cat "
@@ -822,14 +835,15 @@ def build_parser() -> argparse.ArgumentParser:
         "speed", help="the seed article's cipher speed table, measured on this machine",
         description="Encrypt and decrypt a payload with every transformation of the seed "
                     "article's table; print KB/ms per line, the TEA:AES ratio and the machine.")
-    speed.add_argument("--payload", type=int, default=None,
-                       help="bytes per message (default 10 MiB; 1 MiB with --quick)")
+    SETTINGS["payload"].add_to(speed, help="bytes per message, a multiple of 16",
+                               default_words="10 MiB; 1 MiB with --quick")
     speed.add_argument("--quick", action="store_true",
                        help="3 short rounds: done in well under a minute, rough numbers")
     speed.add_argument("--no-hw-aes", action="store_true",
                        help="hide AES-NI/PCLMULQDQ (ARM: AES/PMULL) from OpenSSL, as on a CPU without them")
     speed.add_argument("--json", metavar="FILE", help="also write every measurement with raw "
-                       "samples ('-': standard output, the table then on stderr)")
+                       "samples (saved after every complete round; '-': standard output at "
+                       "the end, the table then on stderr)")
     speed.add_argument("--force", action="store_true",
                        help="replace an existing --json file (without it, an existing file is kept)")
     speed.add_argument("--yes", action="store_true",
@@ -838,8 +852,7 @@ def build_parser() -> argparse.ArgumentParser:
     speed.add_argument("--backend", metavar="NAME[,NAME]|all",
                        help="the library or libraries to measure, one column each "
                             "(default openssl; all: every available one; see `pycipherbench backends`)")
-    speed.add_argument("--threads", type=int, default=1,
-                       help="N independent contexts on N threads per cell (aggregate KB/ms)")
+    SETTINGS["threads"].add_to(speed, default=SETTINGS["threads"].default)
     add_processes_option(speed)
     speed.set_defaults(func=cmd_speed)
     bk = sub.add_parser(
@@ -858,10 +871,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_processes_option(parser: argparse.ArgumentParser) -> None:
     """``--processes N``: the fresh worker processes the rounds run in."""
-    parser.add_argument(
-        "--processes", type=int, default=None, metavar="N",
-        help="fresh worker processes the rounds run in, one after another (default: up to "
-             "5, at least 2 rounds each; 1: this process, whose intervals cover it only)")
+    SETTINGS["processes"].add_to(parser)
 
 
 def add_machine_command(sub: Any) -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._format import format_cell, format_ns, format_table
+from ._options import SETTINGS
 from ._params import Column, param_columns, param_names, point_key, same_value, structured_array
 from .stats import Ratio, compare_rounds, paired_ratio
 
@@ -208,6 +209,7 @@ def compare(
     allow_different_machines: bool = False,
 ) -> Comparison:
     """Each point of ``results`` against the same point of ``baseline``: see :meth:`Results.compare`."""
+    SETTINGS["alpha"].check(alpha)  # declared with compare --alpha
     diffs = machine_differences(results.machine, baseline.machine)
     if diffs and not allow_different_machines:
         raise DifferentMachinesError(

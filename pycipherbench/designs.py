@@ -40,6 +40,7 @@ import numpy as np
 from . import engines
 from .engine_bench import ScratchPoint, nivcsw, random_text
 from ._format import format_ns, format_table
+from ._options import SETTINGS
 from ._record import Record
 from ._rounds import DEFAULT_ROUNDS, PointData, RunInfo, run_plans, Plan, record_fields
 from .stats import median_ci, paired_ratio, summarize_warnings
@@ -397,6 +398,8 @@ def format_designs(records: Sequence[DesignMeasurement], budget_ms: float | None
     """The start-up table: per case, each design's blocked and durable time with its
     interval, the paired ratio to plain SharedPreferences, and what it gives up;
     with ``budget_ms`` a column saying whether the median and the interval's top fit."""
+    if budget_ms is not None:
+        SETTINGS["budget_ms"].check(budget_ms)  # declared with store --budget
     lines: list[str] = []
     cases: dict[tuple[Any, ...], list[DesignMeasurement]] = {}
     for m in records:
@@ -556,6 +559,8 @@ def format_replay(result: Any, budget_ms: float | None = None) -> str:
     and the workload made from it, one table per phase (blocked time with its interval,
     the paired ratio to plain SharedPreferences, durable time where a phase writes, the
     budget), the footprint, the budget sentences and the verdict, the machine."""
+    if budget_ms is not None:
+        SETTINGS["budget_ms"].check(budget_ms)  # declared with store --budget
     from ._machine import machine
 
     w, p = result.workload, result.records[0].params if result.records else {}

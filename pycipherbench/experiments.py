@@ -9,7 +9,7 @@ has its points (what to measure), a runner and a text report.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._interrupt import interrupt_words
@@ -49,14 +49,17 @@ QUICK_NOTE = ("--quick: 3 short rounds; the intervals are rough (3 rounds cannot
 
 
 def run_speed(payload: int, quick: bool, hw_aes: bool, progress: bool = True,
-              processes: int | None = None) -> tuple[list[Measurement], RunInfo]:
+              processes: int | None = None,
+              on_round: Callable[[list[Measurement], RunInfo], None] | None = None,
+              ) -> tuple[list[Measurement], RunInfo]:
     """Every transformation of :data:`SPEED_GROUPS`, encrypting and decrypting ``payload``
     bytes, in interleaved rounds (so the TEA:AES ratios pair round by round), in
     ``processes`` fresh worker processes (default: see :func:`~._rounds.resolve_processes`).
 
     Returns the measurements (if Ctrl-C came before the first round ended, the rows
     sampled so far with one sample each, ``RunInfo.partial``; with fewer rounds if it
-    came later: ``RunInfo.interrupted``) and how the run went.
+    came later: ``RunInfo.interrupted``) and how the run went. ``on_round``: called with
+    the measurements so far after each complete round but the last (speed --json saves them).
     """
     names = [n for _, group in SPEED_GROUPS for n in group]
     jobs: list[tuple[str, Op]] = [(n, op) for n in names for op in ("enc", "dec")]
@@ -66,7 +69,7 @@ def run_speed(payload: int, quick: bool, hw_aes: bool, progress: bool = True,
                  for name, op in jobs]
         try:
             records, run = run_plans(plans, timing["repeats"], progress=progress, desc="speed",
-                                     workers=workers)
+                                     workers=workers, on_round=on_round)
         except KeyboardInterrupt:  # while preparing: nothing measured
             return [], RunInfo(rounds=0, interrupted=True, loadavg=None, seed=0)
     if run.partial:  # Ctrl-C in the first round: the rows it sampled, one sample each

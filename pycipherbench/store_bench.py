@@ -232,6 +232,7 @@ def plan_bench(
     """A store workload point, checked, ready for :func:`~._rounds.run_plans` (what
     :func:`bench` and :func:`~pycipherbench.sweep` run)."""
     _options.check_bools("bench", _options.values("bench", locals()))
+    _options.SETTINGS["n_keys"].check(n_keys)  # declared with store --n-keys
     params = _options.values("bench", locals(), point=True, kernel=True)  # what C takes
     try:
         _core.check_store_bench(workload, **params)  # fail fast on bad input
@@ -239,7 +240,7 @@ def plan_bench(
         from ._names import explain_workload_error
 
         raise explain_workload_error(e, workload) from None
-    warm = _options.warmup_value(warmup)
+    warm = _options.timing_values(min_time, repeats, warmup)
     _core.check_timing(min_time, repeats, warm)
     if directory is not None and not os.path.isdir(directory):
         raise NotADirectoryError(f"directory={os.fspath(directory)!r} is not an existing directory")

@@ -93,8 +93,9 @@ def param_types(target: str) -> dict[str, Any]:
 def check_run_options(options: dict[str, Any]) -> None:
     """The run settings' ranges (repeats, min_time, warmup), before anything is expanded:
     a bad one is the setting's error, not every point's."""
-    _core.check_timing(options.get("min_time", 0.05), options.get("repeats", DEFAULT_ROUNDS),
-                       _options.warmup_value(options.get("warmup")))
+    min_time, repeats = options.get("min_time", 0.05), options.get("repeats", DEFAULT_ROUNDS)
+    _core.check_timing(min_time, repeats,
+                       _options.timing_values(min_time, repeats, options.get("warmup")))
 
 
 def _check_target(target: str) -> None:
@@ -175,7 +176,8 @@ def _split(target: str, grid: dict[str, Any]) -> tuple[dict[str, list[Any]], dic
                 _options.check_value(name, v, param_types(target)[name])
         lists[name] = values
     for name, v in options.items():
-        _options.check_value(name, v, param_types(target)[name])
+        if name not in _options.SETTINGS:  # those: by their declaration, as the flags are
+            _options.check_value(name, v, param_types(target)[name])
     check_run_options(options)
     return lists, options
 
@@ -217,8 +219,9 @@ def _validate(target: str, point: dict[str, Any], options: dict[str, Any]) -> No
     if not isinstance(hw, bool):
         raise TypeError(f"hw_aes must be a bool, not {type(hw).__name__}")
     timing = {**options, **point}
-    _core.check_timing(timing.get("min_time", 0.05), timing.get("repeats", DEFAULT_ROUNDS),
-                       _options.warmup_value(timing.get("warmup")))
+    min_time, repeats = timing.get("min_time", 0.05), timing.get("repeats", DEFAULT_ROUNDS)
+    _core.check_timing(min_time, repeats,
+                       _options.timing_values(min_time, repeats, timing.get("warmup")))
     if target == "cipher":
         check_kernel(kwargs.pop("transformation"), "sweep", **kwargs)
     else:  # the point parameters the C kernel takes
@@ -333,6 +336,7 @@ def run_points(
     done: dict[tuple[Any, ...], tuple[dict[str, Any], Record]] = {}
     if prior is not None:  # only points with every round: partial ones are measured again
         done = {point_key(p): (p, m) for p, m in prior.items() if m.n_rounds >= repeats}
+    _options.SETTINGS["seed"].check(seed)
     if seed is None:
         seed = random.SystemRandom().randrange(2**32)
     todo = [p for p in points if point_key(p) not in done]
@@ -403,7 +407,8 @@ def _run_and_save(target: Target, todo: list[dict[str, Any]], points: Sequence[d
               f"{run.run_id}; ratios pair points of one run only", file=sys.stderr)
     if interrupted:
         kept = f"{run.rounds} of {repeats} rounds of every point" if run and run.rounds else "nothing"
-        where = f"; saved to {os.fspath(out)} ({resume_hint} measures it again)" if out is not None else ""
+        again = f" ({resume_hint} measures it again)" if resume_hint else ""
+        where = f"; saved to {os.fspath(out)}{again}" if out is not None else ""
         who = "pycipherbench.sweep" if resume_hint == "resume=True" else "the run"
         print(f"{who} interrupted ({interrupt_words()}): kept {kept}{where}", file=sys.stderr)
     return results

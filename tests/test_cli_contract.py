@@ -219,6 +219,11 @@ def required_argv(cmd: str, sub: argparse.ArgumentParser, results: Path, tmp: Pa
 
 #: Per flag with a value: (valid, invalid, edge); edge is refused unless listed in EDGE_OK.
 def flag_values(action: argparse.Action) -> tuple[str, str, str] | None:
+    setting = getattr(action.type, "setting", None)
+    if setting is not None:  # a declared run setting: its edge is just outside its range
+        if setting.kind is int:
+            return "1", "x", str(int(setting.low) - 1)
+        return "0.5", "fast", "0" if setting.low_open else "-1"
     if action.choices:  # edge: a choice in capitals (argparse's choices are exact)
         first = str(list(action.choices)[0])
         return first, "nosuch", first.upper()
@@ -229,7 +234,7 @@ def flag_values(action: argparse.Action) -> tuple[str, str, str] | None:
     return None
 
 
-EDGE_OK = {("sweep", "--seed"), ("store", "--seed")}  # any seed orders the rounds
+EDGE_OK: set[tuple[str, str]] = set()  # (command, flag) whose edge value is accepted
 #: Flags whose value the walk gives a meaning-specific valid value (a file, a name).
 VALID = {"--param": "transformation=AES/CTR/NoPadding", "--json": "FILE", "--out": "FILE",
          "--output": "IMG", "--backend": "openssl", "--directory": "DIR", "--ignore": "hw_aes",
@@ -305,6 +310,85 @@ def test_every_flag_valid_invalid_edge(cmd: str, flag: str, tmp_path: Path, resu
             assert "error" in err and (flag in err or flag.lstrip("-").replace("-", "_") in err), err
 
 
+def _declared_flags() -> list[tuple[str, argparse.Action]]:
+    return [(cmd, a) for cmd, sub in subcommands().items() for a in sub._actions
+            if getattr(a.type, "setting", None) is not None]
+
+
+def _api_error(name: str, value: Any) -> Exception:
+    """The exception the API raises for ``name=value``: measure(), store.bench(), sweep()
+    (each that takes the keyword: all must say the same)."""
+    calls = [lambda kw: pcb.sweep("cipher", transformation="AES/CTR/NoPadding", payload=16,
+                                  progress=False, **kw)]
+    if name == "alpha":  # compare's: Results.compare
+        calls = [lambda kw: cipher_results().compare(cipher_results(1.1), **kw)]
+    if name == "budget_ms":  # store --designs/--from's: the tables' budget
+        from pycipherbench import designs
+
+        calls = [lambda kw: designs.format_designs([], **kw),
+                 lambda kw: designs.format_replay(None, **kw)]
+    if name in ("repeats", "min_time", "warmup", "processes", "payload", "threads"):
+        calls.append(lambda kw: pcb.measure("AES/CTR/NoPadding", **{"payload": 16, **kw}))
+    if name in ("repeats", "min_time", "warmup", "processes", "n_keys"):
+        calls.append(lambda kw: pcb.store.bench("put", **{"n_keys": 10, **kw}, progress=False))
+    if name in ("payload", "threads", "n_keys"):  # point parameters: not sweep's keywords
+        calls.pop(0)
+    errors = []
+    for call in calls:
+        with pytest.raises((ValueError, TypeError)) as e:
+            call({name: value})
+        errors.append(e.value)
+    assert len({str(e) for e in errors}) == 1, errors
+    return errors[0]
+
+
+def test_declared_flags_cover_the_shared_run_settings() -> None:
+    by_cmd: dict[str, set[str]] = {}
+    for cmd, action in _declared_flags():
+        by_cmd.setdefault(cmd, set()).add(action.dest)
+    assert by_cmd == {"speed": {"payload", "threads", "processes"},
+                      "sweep": {"repeats", "min_time", "warmup", "seed", "processes"},
+                      "store": {"n_keys", "seed", "processes", "budget_ms"},
+                      "compare": {"alpha"}}
+
+
+@pytest.mark.parametrize("cmd,flag", [(c, a.option_strings[-1]) for c, a in _declared_flags()])
+def test_flag_and_keyword_share_their_declaration(cmd: str, flag: str, no_rounds: None,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    import inspect
+
+    action = next(a for a in subcommands()[cmd]._actions if flag in a.option_strings)
+    setting = action.type.setting  # type: ignore[union-attr]
+    assert setting is _options.SETTINGS[action.dest] and flag == setting.flag
+    # one default: the flag leaves it to the call (or gives the declared one), and the
+    # call's signature has the declared one
+    assert action.default in (None, setting.default)
+    for fn in (pcb.measure, pcb.store.bench, pcb.sweep, pcb.Results.compare):  # (the designs'
+        # tables take budget_ms=None: no budget column; the CLI's is always the article's)
+        param = inspect.signature(fn).parameters.get(setting.name)
+        if param is not None and param.kind is not param.VAR_KEYWORD:
+            assert param.default == setting.default, (fn, param)
+    if setting.name in ("repeats", "min_time", "warmup"):  # sweep's **grid passes them on
+        assert inspect.signature(pcb.measure).parameters[setting.name].default == setting.default
+    words = setting.range_words()
+    assert words in " ".join(action.help.split())  # type: ignore[union-attr]
+    # one refusal: the same words from the flag and from the keyword
+    bad = flag_values(action)[2]  # type: ignore[index]
+    outcome, err = run_main([cmd, flag, bad], capsys)
+    assert outcome == ("exit", 2)
+    if setting.high_open:  # the high end is refused alike
+        with pytest.raises(argparse.ArgumentTypeError) as refused:
+            action.type(str(setting.high))  # type: ignore[misc]
+        assert str(refused.value) == str(_api_error(setting.name, setting.high))
+    api = _api_error(setting.name, setting.kind(bad))
+    assert f"argument {flag}: {api}" in err, (err, api)
+    assert setting.name in str(api) and words in str(api)
+    # and a wrong kind: named alike on both sides
+    outcome, err = run_main([cmd, flag, "x"], capsys)
+    assert outcome == ("exit", 2) and f"{setting.name} must be" in err
+    assert f"{setting.name} must be" in str(_api_error(setting.name, "x"))
+
+
 # -- results files ------------------------------------------------------------------------------
 
 def test_second_writer_is_refused_naming_the_first_pid(tmp_path: Path) -> None:
@@ -327,6 +411,52 @@ def test_second_writer_is_refused_naming_the_first_pid(tmp_path: Path) -> None:
     _output.check_output(out, claim=True)  # a dead writer's lock is taken over
     _output.release_output(out)
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.skipif(_output._start_time(os.getpid()) is None,
+                    reason="no /proc/PID/stat: locks hold the pid only")
+def test_a_lock_whose_pid_was_reused_is_stale(tmp_path: Path) -> None:
+    """A SIGKILLed writer's lock, its pid since given to an unrelated process: that
+    process is alive, but started at another time, so the lock is taken over."""
+    out = tmp_path / "r.json"
+    lock = tmp_path / ".r.json.pcb-lock"
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        start = _output._start_time(other.pid)
+        assert start is not None
+        lock.write_text(f"{other.pid} {start}\n")  # its own lock: refused, naming it
+        with pytest.raises(_output.OutputError, match=rf"another run \(pid {other.pid}"):
+            _output.check_output(out, claim=True)
+        lock.write_text(f"{other.pid} {start + 1}\n")  # a writer of that pid, started earlier
+        _output.check_output(out, claim=True)
+        assert lock.read_text().split() == [str(os.getpid()), str(_output._start_time(os.getpid()))]
+        _output.release_output(out)
+        lock.write_text(f"{other.pid}\n")  # no start time recorded: the pid alone decides
+        with pytest.raises(_output.OutputError, match=rf"pid {other.pid}"):
+            _output.check_output(out, claim=True)
+    finally:
+        other.kill()
+        other.wait(timeout=60)
+    _output.check_output(out, claim=True)  # its process gone: taken over
+    _output.release_output(out)
+    assert not list(tmp_path.iterdir())
+
+
+def test_start_time_reads_past_a_command_name_with_parentheses(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    stat = "4242 (a) b (c) S 1 " + " ".join(str(i) for i in range(5, 22)) + " 987654 0 0\n"
+    real = open
+
+    def fake(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if path == "/proc/4242/stat":
+            p = tmp_path / "stat"
+            p.write_text(stat)
+            return real(p, *args, **kwargs)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", fake)
+    assert _output._start_time(4242) == 987654
 
 
 @pytest.mark.parametrize("kind", ["chr", "fifo", "link-to-chr"])
@@ -478,7 +608,7 @@ def test_help_texts(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         cli.main(["sweep", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for words in ("default cipher", "default 0.05", "default: as long as --min-time"):
+    for words in ("default cipher", "default 0.05", "default as long as --min-time"):
         assert words in text
 
 
@@ -488,7 +618,10 @@ def test_store_designs_refuses_what_it_does_not_apply(capsys: pytest.CaptureFixt
         assert flag[0] in capsys.readouterr().err
     assert cli.main(["store", "--budget", "100"]) == 2
     assert "--designs" in capsys.readouterr().err
-    assert cli.main(["store", "--designs", "--budget", "-5"]) == 2
+    with pytest.raises(SystemExit) as refused:  # its range: the declaration's, at parsing
+        cli.main(["store", "--designs", "--budget", "-5"])
+    assert refused.value.code == 2
+    assert "argument --budget: budget_ms must be in (0, inf) ms" in capsys.readouterr().err
 
 
 def test_sqlcipher_missing_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
@@ -776,12 +909,57 @@ def test_compare_and_ratio_print_what_the_api_returns(tmp_path: Path,
 
 
 def test_speed_sigterm_exits_143(tmp_path: Path) -> None:
-    proc = _spawn(["speed", "--quick", "--payload", "4096"], dict(os.environ))
+    proc = _spawn_long(["speed", "--quick", "--payload", "4096"])  # cannot end before the signal
     assert proc.stderr is not None
     proc.stderr.readline()  # the progress bar's first line: the rounds have begun
     out, err = signal_when(proc, lambda: True, signal.SIGTERM)
     assert proc.returncode == 143, err
     assert "SIGTERM" in out + err and "Traceback" not in err
+
+
+def _spawn_long(args: list[str]) -> subprocess.Popen[str]:
+    """``pycipherbench ARGS`` in a child whose --quick runs take 100000 short rounds (so a
+    signal surely comes mid-run; the test never waits for the end)."""
+    root = str(Path(pcb.__file__).resolve().parent.parent)
+    code = (f"import sys; sys.path.insert(0, {root!r}); "
+            "from pycipherbench import cli, experiments as e; "
+            "[t[True].update(repeats=100000, min_time=0.001, warmup=0.0) "
+            " for t in (e.SPEED_TIMING, e.STORE_TIMING)]; "
+            f"sys.exit(cli.main({args!r}))")
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _rounds_on_disk(path: Path) -> int:
+    """The rounds a speed/store --json file holds, checking it parses and that every
+    point holds the same complete rounds."""
+    doc = json.loads(path.read_text())
+    assert doc["complete"] is False
+    records = doc["results"] if "results" in doc else [p["measurement"] for p in doc["points"]]
+    counts = {len(r["samples"]) for r in records}
+    assert len(counts) == 1, counts
+    return counts.pop()
+
+
+@pytest.mark.parametrize("cmd,sig,status", [
+    ("speed", signal.SIGKILL, -signal.SIGKILL), ("speed", signal.SIGTERM, 143),
+    ("speed", signal.SIGHUP, 129), ("speed --threads", signal.SIGKILL, -signal.SIGKILL),
+    ("store", signal.SIGKILL, -signal.SIGKILL)])
+def test_json_saved_after_every_round(cmd: str, sig: int, status: int, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    extra = {"speed": ["--payload", "4096"], "store": ["--n-keys", "20", "--no-progress"],
+             "speed --threads": ["--payload", "4096", "--threads", "2"]}[cmd]  # the backends table
+    cmd = cmd.split()[0]
+    proc = _spawn_long([cmd, "--quick", "--processes", "1", "--json", str(out), *extra])
+    said, err = signal_when(proc, out.exists, sig)  # once a round is on disk
+    assert proc.returncode == status, err
+    assert "Traceback" not in err
+    assert _rounds_on_disk(out) >= 1
+    if sig == signal.SIGKILL:  # its lock is left behind: the next run takes it over
+        assert (tmp_path / ".r.json.pcb-lock").exists()
+    else:
+        assert signal.Signals(sig).name in said + err
+        assert not (tmp_path / ".r.json.pcb-lock").exists()
 
 
 def test_a_command_leaves_no_lock_behind(tmp_path: Path, capsys: pytest.CaptureFixture[str]

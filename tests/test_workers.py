@@ -109,10 +109,13 @@ def test_default_processes() -> None:
     assert _rounds.process_schedule(5, 2) == [0, 0, 0, 1, 1]
     with pytest.raises(ValueError, match="at least as many rounds"):
         _rounds.resolve_processes(4, 3)
-    for bad in (0, -1, 1.5, True, "2"):
-        with pytest.raises(ValueError, match="processes must be an int"):
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match="processes must be between 1 and"):
+            _rounds.resolve_processes(bad, 10)
+    for bad in (1.5, True, "2"):
+        with pytest.raises(TypeError, match="processes must be an int"):
             _rounds.resolve_processes(bad, 10)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="processes must be an int"):
+    with pytest.raises(ValueError, match="processes must be between 1 and"):
         pcb.measure("AES/CTR/NoPadding", processes=0, **TINY)
 
 
