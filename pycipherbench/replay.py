@@ -39,6 +39,7 @@ import difflib
 import functools
 import math
 import os
+import pathlib
 import random
 import re
 import shutil
@@ -55,12 +56,15 @@ from ._rounds import DEFAULT_ROUNDS, Plan, PointData, RunInfo, run_plans
 from .designs import DESIGNS, DesignMeasurement, build_record, check_design_names
 from .engine_bench import ScratchPoint, nivcsw
 
-__all__ = ["DEFAULT_SENSITIVE", "PHASES", "Prefs", "ReplayResult", "Workload", "build_stores",
+__all__ = ["DEFAULT_SENSITIVE", "PHASES", "SAMPLE_PREFS", "Prefs", "ReplayResult", "Workload", "build_stores",
            "make_workload", "migrate", "parse_reads", "read_prefs", "replay"]
 
 #: The phases timed per design, in the order the report lists them.
 PHASES = ("first_launch", "cold_start", "warm_start", "apply")
 #: Names held encrypted by the tiered designs unless ``sensitive=`` says otherwise.
+#: A sample app's preferences file, installed with the package (96 entries of every type,
+#: three JSON values of 1.4-3 KB): what the notebook and ``bench/bench_designs.py`` replay.
+SAMPLE_PREFS = pathlib.Path(__file__).resolve().parent / "data" / "sample_app_prefs.xml"
 DEFAULT_SENSITIVE = r"(?i)(token|secret|passw|pin\b|auth|session|cookie|credential|private|email|phone)"
 
 _ESP_KEYSETS = ("__androidx_security_crypto_encrypted_prefs_key_keyset__",

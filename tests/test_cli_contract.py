@@ -10,6 +10,7 @@ that refused them returned its error first. No timing is asserted anywhere.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import signal
@@ -248,7 +249,7 @@ INVALID = {"--param": "payload=16,,256", "--backend": "opensssl", "--ignore": "n
            "--reads": ",", "--sensitive": "(unclosed"}
 #: store's flags that go with --from PREFS.xml (issue 29), and the sample file they replay.
 REPLAY_FLAGS = ("--reads", "--sensitive", "--master-key-file")
-SAMPLE_PREFS = Path(__file__).resolve().parent / "data" / "prefs" / "sample_app_prefs.xml"
+SAMPLE_PREFS = Path(importlib.import_module("pycipherbench.replay").SAMPLE_PREFS)
 
 
 def walk_flags() -> list[tuple[str, str]]:
@@ -545,11 +546,20 @@ def test_saved_after_every_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 # -- signals (child processes, generous timeouts; no timings asserted) -------------------------
 
+def _as_a_shell_starts_it() -> None:
+    """The child's signals as an interactive shell leaves them: a runner started in the
+    background (``cmd &``, nohup) hands its children SIGINT and SIGHUP ignored, and a program
+    rightly keeps an ignored signal ignored; the tests are about a user's terminal."""
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
     from pycipherbench._hwaes import python_command
 
     return subprocess.Popen(python_command("pycipherbench.cli", *args), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_as_a_shell_starts_it)
 
 
 def signal_when(proc: subprocess.Popen[str], ready: Any, sig: int) -> tuple[str, str]:
@@ -927,7 +937,7 @@ def _spawn_long(args: list[str]) -> subprocess.Popen[str]:
             " for t in (e.SPEED_TIMING, e.STORE_TIMING)]; "
             f"sys.exit(cli.main({args!r}))")
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_as_a_shell_starts_it)
 
 
 def _rounds_on_disk(path: Path) -> int:

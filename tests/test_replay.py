@@ -10,10 +10,12 @@ import sys
 
 import pytest
 
+from conftest import child_env
+
 from pycipherbench import _core, engines, replay, store
 from pycipherbench.designs import DESIGNS
 
-SAMPLE = pathlib.Path(__file__).parent / "data" / "prefs" / "sample_app_prefs.xml"
+SAMPLE = pathlib.Path(replay.SAMPLE_PREFS)
 
 #: One entry of every preference type, some at the edges of their range.
 EVERY_TYPE = {
@@ -148,7 +150,7 @@ def test_bad_file_is_refused_naming_the_line(tmp_path, text, line):
         replay.replay(path)
     r = subprocess.run([sys.executable, "-c", "import sys; from pycipherbench.cli import main; "
                         "sys.exit(main(sys.argv[1:]))", "store", "--from", str(path)],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path, env=child_env())
     assert r.returncode == 2 and f"line {line}" in r.stderr and "Traceback" not in r.stderr
 
 
