@@ -551,7 +551,7 @@ def cmd_store_replay(args: argparse.Namespace) -> int:
         budget = _budget_ms(args)
         if args.json:
             _check_json(args.json, "--json", args.force)
-        result = replay.replay(args.from_file, reads=replay.parse_reads(args.reads),
+        result = replay.replay(args.from_file, reads=replay.parse_reads(args.reads or "all"),
                                sensitive=replay.DEFAULT_SENSITIVE if args.sensitive is None
                                else args.sensitive, keep_values=args.keep_values,
                                anonymize=True if args.anonymize else None,
@@ -579,7 +579,7 @@ def cmd_store(args: argparse.Namespace) -> int:
         return cmd_store_inspect(args)
     if args.from_file is not None:  # issue 29: an app's own preferences file
         return cmd_store_replay(args)
-    stray = [f for f, on in (("--reads", args.reads != "all"), ("--sensitive", args.sensitive),
+    stray = [f for f, on in (("--reads", args.reads is not None), ("--sensitive", args.sensitive),
                              ("--keep-values", args.keep_values), ("--anonymize", args.anonymize),
                              ("--master-key-file", args.master_key_file)) if on]
     if stray:
@@ -782,7 +782,7 @@ def _add_sweep_commands(sub: Any) -> None:
                     help="replay this SharedPreferences XML (adb shell run-as PKG cat "
                          "shared_prefs/NAME.xml) through every design: first launch with the "
                          "migration, cold and warm start, one apply, footprint")
-    st.add_argument("--reads", default="all", metavar="NAMES|all",
+    st.add_argument("--reads", default=None, metavar="NAMES|all",
                     help="with --from: the names read at start-up, comma-separated (default all)")
     st.add_argument("--sensitive", default=None, metavar="REGEX",
                     help="with --from: names the tiered designs encrypt (default: token, secret, "

@@ -284,3 +284,11 @@ def test_a_read_name_not_in_the_file_is_said_with_the_nearest():
     with pytest.warns(UserWarning, match=r"'launch_cnt'.*nearest in the file: 'launch_count'"):
         w = replay.make_workload(p, reads=["launch_cnt", "app_version_code"])
     assert w.missing_reads == 1 and len(w.reads) == 2
+
+
+def test_replay_flags_without_from_are_refused_even_at_their_default_values(tmp_path):
+    """`store --reads all` without --from: refused (it used to run the whole store table)."""
+    r = subprocess.run([sys.executable, "-c", "import sys; from pycipherbench.cli import main; "
+                        "sys.exit(main(sys.argv[1:]))", "store", "--reads", "all"],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path, env=child_env())
+    assert r.returncode == 2 and "--reads" in r.stderr and "--from" in r.stderr, r.stderr
