@@ -73,6 +73,17 @@ def master(tmp_path: Path) -> tuple[Path, bytes]:
 CHILD_TIMEOUT = 120
 
 
+def signals_as_a_shell_leaves_them() -> None:
+    """In a child before exec: SIGINT, SIGHUP and SIGTERM at their defaults, as an
+    interactive shell starts a program. A runner started in the background (``cmd &``,
+    nohup) hands its children SIGINT/SIGHUP ignored, and Python rightly keeps an ignored
+    SIGINT ignored, so a test that interrupts its child would wait for ever."""
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def spawn_child(code: str, *args: str, stdin: bool = True) -> "subprocess.Popen[str]":
     """``python -c code args...`` importing this very pycipherbench (:func:`child_env`),
     from a neutral directory (so that ``-c`` never imports a checkout's sources without
@@ -81,7 +92,7 @@ def spawn_child(code: str, *args: str, stdin: bool = True) -> "subprocess.Popen[
     import textwrap
 
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], env=child_env(),
-                            cwd=tempfile.gettempdir(),
+                            cwd=tempfile.gettempdir(), preexec_fn=signals_as_a_shell_leaves_them,
                             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

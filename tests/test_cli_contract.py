@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import signals_as_a_shell_leaves_them
 from synthetic import cipher_results
 
 import pycipherbench as pcb
@@ -546,20 +547,12 @@ def test_saved_after_every_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 # -- signals (child processes, generous timeouts; no timings asserted) -------------------------
 
-def _as_a_shell_starts_it() -> None:
-    """The child's signals as an interactive shell leaves them: a runner started in the
-    background (``cmd &``, nohup) hands its children SIGINT and SIGHUP ignored, and a program
-    rightly keeps an ignored signal ignored; the tests are about a user's terminal."""
-    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_DFL)
-
-
 def _spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
     from pycipherbench._hwaes import python_command
 
     return subprocess.Popen(python_command("pycipherbench.cli", *args), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env,
-                            preexec_fn=_as_a_shell_starts_it)
+                            preexec_fn=signals_as_a_shell_leaves_them)
 
 
 def signal_when(proc: subprocess.Popen[str], ready: Any, sig: int) -> tuple[str, str]:
@@ -937,7 +930,7 @@ def _spawn_long(args: list[str]) -> subprocess.Popen[str]:
             " for t in (e.SPEED_TIMING, e.STORE_TIMING)]; "
             f"sys.exit(cli.main({args!r}))")
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=_as_a_shell_starts_it)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=signals_as_a_shell_leaves_them)
 
 
 def _rounds_on_disk(path: Path) -> int:
