@@ -19,6 +19,12 @@ show what it gave), and compare over rounds as that version did.
 
 ``--busy`` runs one busy loop (a Python ``while True``) beside the whole experiment.
 A report, not a test: prints the table and exits 0.
+
+The history of this machine's speed (``pycipherbench._levels``) is what the intervals of
+the medians take the clock's drift between runs from. Run with
+``PYCIPHERBENCH_LEVELS=/tmp/new-file`` to start as a new user does, with none (the first
+runs' first intervals then say the level is not yet known); the runs' own ``measure``,
+``sweep`` and ``store.bench`` calls fill it as they go, 14 lines per run.
 """
 
 from __future__ import annotations
@@ -85,6 +91,7 @@ def one_run(quick: bool) -> dict[str, Any]:
             lo, hi = m.ci
             out[f"{tag}:{name}"] = dict(est=m.median, low=lo, high=hi, words=m.ci_words,
                                         samples=m.samples.tolist(),
+                                        canary=None if m.canary is None else m.canary.tolist(),
                                         process=None if m.process is None else m.process.tolist())
         for name, (target, grid, num, den) in RATIOS.items():
             r = pcb.sweep(target, progress=False, processes=processes, **grid, **timing)
@@ -117,7 +124,8 @@ def false_positives(runs: list[dict[str, Any]], tag: str) -> tuple[int, int]:
         for a, b in itertools.combinations(runs, 2):
             x, y = a[f"{tag}:{name}"], b[f"{tag}:{name}"]
             c = stats.compare_rounds(x["samples"], y["samples"], process_a=x["process"],
-                                     process_b=y["process"])
+                                     process_b=y["process"], canary_a=x.get("canary"),
+                                     canary_b=y.get("canary"))
             called += bool(c.significant)
             total += 1
     return called, total
@@ -189,7 +197,7 @@ def table(runs: list[dict[str, Any]]) -> None:
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     for row in [head, *rows]:
         print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)))
-    for tag, what in (("new", "Welch over processes, clearing their spread"),
+    for tag, what in (("new", "Welch over processes, on the times and in canary units"),
                       ("old", "over rounds, in-process")):
         called, total = false_positives(runs, tag)
         print(f"# A/A compare between separate runs, {tag} ({what}): {called} of {total} "

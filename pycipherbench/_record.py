@@ -76,6 +76,13 @@ class Record:
     process: np.ndarray | None = None
     #: Worker processes the run was asked to use (1: this process, older files too).
     processes: int = 1
+    #: This machine's speed between runs when this run ended (:mod:`._levels`): the robust
+    #: SD of the log canary levels of its latest ``level_runs`` runs, this one included;
+    #: None with too few recorded (or older files). It widens the interval over processes.
+    level_sd: float | None = None
+    level_runs: int = 0
+    #: How far this run's level sat from their median level (log; > 0: its clock faster).
+    level_shift: float | None = None
 
     #: Metric columns of :meth:`Results.to_numpy` for this kind of result.
     METRICS: ClassVar[tuple[str, ...]] = (
@@ -97,12 +104,15 @@ class Record:
         process (order statistics), or over the worker processes and their rounds."""
         from .stats import median_interval
 
-        return median_interval(self.samples, self.process)
+        return median_interval(self.samples, self.process, level_sd=self.level_sd,
+                               level_runs=self.level_runs, level_shift=self.level_shift)
 
     @property
     def ci(self) -> tuple[float, float]:
         """95% interval of the median ns per operation. Over W >= 2 worker processes it
-        accounts for both levels (:func:`~pycipherbench.stats.process_interval`); in one
+        accounts for both levels (:func:`~pycipherbench.stats.process_interval`) and, once
+        this machine has a history of its clock, for where a usual run of it would be
+        (:func:`~pycipherbench.stats.median_interval`, :mod:`._levels`); in one
         process it is from order statistics over the rounds and covers this process
         only (:func:`~pycipherbench.stats.median_ci`): with fewer than 6 rounds it
         cannot reach 95% and is the range of the rounds, whose coverage :attr:`ci_level`
@@ -118,7 +128,8 @@ class Record:
 
     @property
     def ci_words(self) -> str:
-        """What :attr:`ci` is, in words: ``"95% interval over 5 processes x 2 rounds"``,
+        """What :attr:`ci` is, in words: ``"95% interval over 5 processes x 2 rounds and
+        this machine's speed over 40 runs"`` (see :mod:`._levels`),
         ``"95% interval, this process only"``, ``"75% interval: the range of 3 rounds;
         95% needs 6"``, ``"no interval: 1 round"``."""
         return str(self.interval().words)
@@ -204,6 +215,8 @@ class Record:
             "mb_per_s": self.mb_per_s, "kb_per_ms": self.kb_per_ms,
             "cycles_per_byte": self.cycles_per_byte, "run_id": self.run_id,
             "processes": self.processes, "ci_words": self.ci_words,
+            "level_sd": self.level_sd, "level_runs": self.level_runs,
+            "level_shift": self.level_shift,
             **{name: _to_list(getattr(self, name)) for name in self._ARRAYS},
             "machine": self.machine,
         }

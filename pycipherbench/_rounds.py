@@ -34,6 +34,7 @@ cutting the saving of those rounds.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import secrets
@@ -47,7 +48,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from . import _core
+from . import _core, _levels
 from ._interrupt import interrupt_words, rounds_over
 from ._options import SETTINGS
 from ._progress import progress as progress_bar
@@ -268,6 +269,13 @@ class RunInfo:
     processes: int = 1
     #: The worker process (0-based, in run order) of each kept round.
     schedule: list[int] = field(default_factory=list)
+    #: This machine's speed between runs (:mod:`._levels`): the robust SD of the log
+    #: canary levels of its latest ``level_runs`` runs, this one included (None: fewer
+    #: than :data:`._levels.MIN_RUNS` recorded, or no history kept).
+    level_sd: float | None = None
+    level_runs: int = 0
+    #: How far this run's level sat from their median (log; > 0: this run's clock faster).
+    level_shift: float | None = None
 
 
 _canary_rate: float | None = None  # additions per ns, measured once per process
@@ -332,6 +340,20 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
     run_id = secrets.token_hex(4)  # one id for the run's records, also those built per round
     done, interrupted, prepared = 0, False, False
     canary: float | None = None  # the latest round's (None: no round began its canary yet)
+    canaries: list[float] = []  # every round's, for this run's level (._levels)
+    key = _levels.machine_key()
+    past = _levels.earlier(key)
+
+    def levels() -> dict[str, Any]:
+        if _levels.path() is None:  # no history kept
+            return dict(level_sd=None, level_runs=0)
+        if not canaries:
+            return dict(level_sd=None, level_runs=len(past))
+        this = math.log(float(np.median(canaries)))
+        logs = [*past, this]
+        return dict(level_sd=_levels.spread(logs), level_runs=len(logs),
+                    level_shift=_levels.shift(logs, this))
+
     try:
         n_canary = _canary_iterations(points)
         try:
@@ -352,6 +374,7 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
                         workers.next_process()  # a fresh process for the next rounds
                     t0 = time.monotonic()
                     canary = _canary(n_canary)
+                    canaries.append(canary)
                     order = list(range(len(points)))
                     rng.shuffle(order)
                     for i in order:
@@ -364,7 +387,7 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
                     if on_round is not None and done < rounds:
                         on_round(RunInfo(rounds=done, interrupted=False, loadavg=None, seed=seed,
                                          run_id=run_id, processes=processes,
-                                         schedule=schedule[:done]))
+                                         schedule=schedule[:done], **levels()))
                     if r == 0 and not progress:
                         _say_how_long(time.monotonic() - t0, rounds, desc)
             except KeyboardInterrupt:
@@ -388,9 +411,12 @@ def run_rounds(points: Sequence[Point], rounds: int = DEFAULT_ROUNDS, *, seed: i
         load: tuple[float, float, float] | None = os.getloadavg()
     except OSError:
         load = None
+    if canaries:
+        _levels.note(key, float(np.median(canaries)))
     return RunInfo(rounds=done, interrupted=interrupted, loadavg=load, seed=seed,
                    partial=partial and any(p.data.ns for p in points), run_id=run_id,
-                   processes=processes, schedule=schedule[:1 if partial else done])
+                   processes=processes, schedule=schedule[:1 if partial else done],
+                   **levels())
 
 
 @dataclass
@@ -422,11 +448,13 @@ def record_fields(data: PointData, run: RunInfo, *, repeats: int) -> dict[str, A
             rounds_ns=a["samples"], cpu_ns=a["cpu_fraction"], wall_ns=np.ones(run.rounds),
             nivcsw=a["nivcsw"], canary_ns=a["canary"], canary_best_ns=canary_best(),
             loadavg=run.loadavg[0] if run.loadavg else None, cores=os.cpu_count(),
-            ci=median_interval(a["samples"], process).interval)
+            ci=median_interval(a["samples"], process, level_sd=run.level_sd,
+                               level_runs=run.level_runs, level_shift=run.level_shift).interval)
     return dict(samples=a["samples"], tsc_samples=tsc, cpu_fraction=a["cpu_fraction"],
                 nivcsw=a["nivcsw"], canary=a["canary"], iterations=data.iterations,
                 repeats=repeats, warnings=tuple(notes), run_id=run.run_id, process=process,
-                processes=run.processes)
+                processes=run.processes, level_sd=run.level_sd, level_runs=run.level_runs,
+                level_shift=run.level_shift)
 
 
 def run_plans(plans: Sequence[Plan], repeats: int, *, seed: int | None = None,

@@ -714,10 +714,13 @@ def _add_sweep_commands(sub: Any) -> None:
     sw.set_defaults(func=cmd_sweep)
 
     cmp = sub.add_parser(
-        "compare", help="per-point speedups and Mann-Whitney verdicts of two results files",
+        "compare", help="per-point speedups and verdicts of two results files",
         description="Match the points of NEW with those of BASELINE on their parameters; print "
-                    "the medians, speedup (baseline/new time) and a two-sided Mann-Whitney U "
-                    "verdict on the raw samples. Refuses results from different machines.")
+                    "the medians, speedup (baseline/new time) and a verdict: runs over worker "
+                    "processes, Welch's t over the processes, called only if it holds on the "
+                    "times and in canary units (the machine's clock drifts between runs); "
+                    "runs in one process, a guarded Mann-Whitney U over the rounds. Refuses "
+                    "results from different machines.")
     cmp.add_argument("baseline", help="results file (JSON) to compare against")
     cmp.add_argument("new", help="results file (JSON) to compare")
     SETTINGS["alpha"].add_to(cmp, default=SETTINGS["alpha"].default)
@@ -891,7 +894,9 @@ def cmd_machine(args: argparse.Namespace) -> int:
     if not args.check:
         print(json.dumps(machine(), indent=2))
         return 0
-    checks = check_machine()
+    from ._levels import check as check_levels
+
+    checks = [*check_machine(), check_levels()]
     print(format_checks(checks))
     return 0
 

@@ -126,9 +126,12 @@ class Comparison:
                    f"{r.speedup:.3f}x [{r.speedup_low:.3f}, {r.speedup_high:.3f}]",
                    f"{r.p_value:.3g}", r.verdict] for r in self.rows]
         lines = [format_table(head, body)]
-        lines.append(f"speedup = baseline median / this median (> 1: faster); the rounds of "
-                     f"each run are the units (two-sided Mann-Whitney U, alpha = {self.alpha:g}, "
-                     f"guarded against drift within a run: pycipherbench.stats.compare_rounds)")
+        lines.append(f"speedup = baseline median / this median (> 1: faster), alpha = "
+                     f"{self.alpha:g}; runs over worker processes: Welch's t over the processes, "
+                     f"called only if it holds on the times and in canary units too (the "
+                     f"machine's clock drifts between runs); runs in one process: Mann-Whitney "
+                     f"U over the rounds, guarded against drift within a run "
+                     f"(pycipherbench.stats.compare_rounds)")
         if not self.rows:
             lines = [f"no matched points: {self.unmatched_reason()}"]
         lines += self._note_lines()
@@ -187,7 +190,8 @@ def _index(results: Results, ignored: set[str]) -> dict[tuple[Any, ...], int]:
 def _compare_point(params: dict[str, Any], a: Record, b: Record, alpha: float) -> PointComparison:
     """``a`` (these results) against ``b`` (the baseline) at one point."""
     c = compare_rounds(b.samples, a.samples, alpha=alpha, process_a=b.process,
-                       process_b=a.process)  # ratio: this / baseline, in ns
+                       process_b=a.process, canary_a=b.canary,
+                       canary_b=a.canary)  # ratio: this / baseline, in ns
     if c.significant is None:
         verdict = "too few rounds"
     elif c.significant:

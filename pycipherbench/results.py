@@ -285,14 +285,18 @@ class Results:
         Points are matched on their parameters (minus those named in ``ignore``,
         e.g. ``ignore=["hw_aes"]`` to compare an AES-on sweep with an AES-off
         one). Per point: ``speedup = baseline median / this median`` (> 1: these
-        results are faster) with a 95% interval, and a verdict from the rounds of
-        each run as units (:func:`~pycipherbench.stats.compare_rounds`: a two-sided
-        Mann–Whitney U test guarded against the drift that shifts whole stretches
-        of one run): ``"faster"``/``"slower"``, ``"no significant difference"``, or
-        ``"too few rounds"`` when no verdict is possible at ``alpha`` with so few
-        (3 a side, say). Runs at different times differ by whatever the machine
-        was doing; to compare two variants, sweep them together and use
-        :meth:`ratio`, which pairs their rounds.
+        results are faster) with a 95% interval, and a verdict
+        (:func:`~pycipherbench.stats.compare_rounds`): for runs over worker
+        processes, Welch's t over the processes, called only when it holds both on
+        the times and in canary units (each run's canary reads the machine's clock,
+        which drifts between runs; the note says when the clock explains a
+        difference); for runs in one process, a two-sided Mann–Whitney U test over
+        the rounds guarded against the drift that shifts whole stretches of one run.
+        ``"faster"``/``"slower"``, ``"no significant difference"``, or ``"too few
+        rounds"`` when no verdict is possible at ``alpha`` with so few (3 a side,
+        say). Runs at different times differ by whatever the machine was doing; to
+        compare two variants, sweep them together and use :meth:`ratio`, which
+        pairs their rounds.
 
         Raises :class:`DifferentMachinesError` when the machines differ in CPU
         model, crypto flags or OpenSSL version, unless ``allow_different_machines``.

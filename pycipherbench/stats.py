@@ -56,7 +56,7 @@ __all__ = [
     "CANARY_SLOWDOWN", "CPU_WALL_MIN", "DEFAULT_CONFIDENCE", "EXACT_LIMIT", "MAX_MIN_RATIO",
     "MIN_CI_HALF_WIDTH", "MIN_VERDICT_PROCESSES", "MIN_VERDICT_ROUNDS", "MannWhitney", "PREEMPTED_FRACTION", "Ratio",
     "Interval", "RoundComparison", "SPREAD_LIMIT", "compare_rounds", "instability_warnings",
-    "mann_whitney_u", "median_ci", "median_ci_level", "median_interval", "paired_ratio",
+    "level_half", "mann_whitney_u", "median_ci", "median_ci_level", "median_interval", "paired_ratio",
     "process_interval", "relative_iqr", "summarize_warnings"]
 
 #: Largest n1*n2 for which the p-value is exact (the permutation distribution of U).
@@ -320,12 +320,31 @@ class Interval:
         return self.low, self.high
 
 
+def level_half(level_sd: float, level_runs: int,
+               confidence: float = DEFAULT_CONFIDENCE) -> float:
+    """Half-width (log) that the machine's speed between runs adds: a prediction interval
+    for the next run's level from ``level_runs`` runs' levels of robust SD ``level_sd``,
+    t(k-1) x SD x sqrt(1 + 1/k) (see :mod:`pycipherbench._levels`)."""
+    k = int(level_runs)
+    return (float(_scipy_stats().t.ppf(0.5 + confidence / 2.0, k - 1)) * float(level_sd)
+            * math.sqrt(1.0 + 1.0 / k))
+
+
 def median_interval(values: _Values, process: _Values | None = None,
-                    confidence: float = DEFAULT_CONFIDENCE) -> Interval:
+                    confidence: float = DEFAULT_CONFIDENCE, *,
+                    level_sd: float | None = None, level_runs: int = 0,
+                    level_shift: float | None = None) -> Interval:
     """The interval of the median of per-round ``values`` whose round i ran in worker
     process ``process[i]``: with one process (or ``process`` None) :func:`median_ci`
     over the rounds, which covers this process only; with W >= 2 processes the
-    two-level interval of :func:`process_interval` (positive values)."""
+    two-level interval of :func:`process_interval` (positive values). When ``level_sd``
+    gives this machine's speed between runs (the robust SD of the log canary levels of
+    its latest ``level_runs`` runs, :mod:`pycipherbench._levels`) and ``level_shift`` how
+    far this run's level sat from their median, the interval is the hull of that one and
+    of the same moved by ``level_shift`` and widened (in quadrature) by
+    :func:`level_half`: it covers this run's processes and a usual run of this machine.
+    The words say which (``"... and this machine's speed over 12 runs"``, or that it is
+    not yet known)."""
     _check_confidence(confidence, "median_interval")
     a = _values(values, "median_interval")
     groups = _groups(process, a.size, "median_interval")
@@ -336,9 +355,21 @@ def median_interval(values: _Values, process: _Values | None = None,
                         process_words(int(a.size), sizes, confidence))
     if not np.all(a > 0):
         raise ValueError("median_interval over processes needs positive values")
-    _, lo, hi = process_interval(np.log(a), groups, confidence)
-    return Interval(math.exp(lo), math.exp(hi), confidence, len(groups), int(a.size),
-                    process_words(int(a.size), sizes, confidence))
+    center, lo, hi = process_interval(np.log(a), groups, confidence)
+    words = process_words(int(a.size), sizes, confidence)
+    if level_sd is not None and level_runs >= 2:
+        moved = center + (level_shift or 0.0)
+        half = math.hypot(hi - center, level_half(level_sd, level_runs, confidence))
+        lo, hi = min(lo, moved - half), max(hi, moved + half)
+        words += f" and this machine's speed over {level_runs} runs"
+    elif level_runs:
+        from ._levels import MIN_RUNS
+
+        words += (f"; this machine's speed between runs not yet known ({level_runs} of "
+                  f"{MIN_RUNS} runs recorded)")
+    else:
+        words += "; this machine's speed between runs not recorded"
+    return Interval(math.exp(lo), math.exp(hi), confidence, len(groups), int(a.size), words)
 
 
 # --- paired ratio: two points measured in the same rounds ------------------------------------
@@ -449,6 +480,11 @@ class RoundComparison:
     n_b: int
     spread: float
     level: float
+    #: Runs over worker processes with canaries on both sides: how much slower the
+    #: machine itself ran in b than in a (the ratio of their canaries), and ``ratio`` in
+    #: canary units (each round's time over its canary: about core cycles). None otherwise.
+    machine: float | None = None
+    adjusted: float | None = None
 
     def __float__(self) -> float:
         return self.ratio
@@ -477,7 +513,9 @@ def _rounds_needed(alpha: float) -> int:
 
 def compare_rounds(a: _Values, b: _Values, alpha: float = 0.05, *,
                    process_a: _Values | None = None,
-                   process_b: _Values | None = None) -> RoundComparison:
+                   process_b: _Values | None = None,
+                   canary_a: _Values | None = None,
+                   canary_b: _Values | None = None) -> RoundComparison:
     """Compare the per-round values of the same point from two different runs (unpaired).
 
     **Runs over worker processes** (``process_a`` and ``process_b`` give each round's
@@ -485,15 +523,26 @@ def compare_rounds(a: _Values, b: _Values, alpha: float = 0.05, *,
     Each process's estimate is the median of its rounds' log values; the difference
     of the runs' centers (log medians of all rounds) gets Welch's t interval from the
     two runs' process estimates (``level`` nominal), ``p_value`` Welch's two-sided
-    t test, and ``significant`` is p < alpha *and* the interval clears 1 by more than
-    ``spread``, the larger relative SD of the two runs' process estimates (None, with a
-    ``note``, with fewer than :data:`MIN_VERDICT_PROCESSES` processes a side). The
-    processes, not the rounds, are the units: a slow period or memory layout shared by
-    the rounds of a process counts once. The guard is for what no run sees: a machine
-    whose load changes between runs (other jobs starting and ending) shifts a whole run;
-    on the shared development VM, A/A comparisons of separate runs were called different
-    41% of the time by Welch alone and 20% with the guard (bench/bench_replication.py,
-    load 3-4 on 2 cores), so a difference within the processes' own spread is not called.
+    t test. The processes, not the rounds, are the units: a slow period or memory layout
+    shared by the rounds of a process counts once (None, with a ``note``, with fewer
+    than :data:`MIN_VERDICT_PROCESSES` processes a side).
+
+    What no run sees from inside is the machine's own speed moving between runs: a VM's
+    core clock drifts by a few percent over minutes, for every kernel at once (on the
+    development VM the run-to-run deviations of four kernels correlated at r = 0.7-0.9
+    and A/A comparisons of separate runs were called different 32% of the time by Welch
+    over processes). Each round's canary (``canary_a``, ``canary_b``: ns per dependent
+    addition, one per round) reads that clock, and both runs have one, so the drift
+    between the runs is measured rather than guessed: with canaries on both sides the
+    test is run twice, on the times and on the times in canary units (each process's
+    median time over its median canary: about core cycles), and ``significant`` needs
+    *both* (an intersection-union test, level alpha whichever of the two is the right
+    model: a kernel that scales with the clock is judged in cycles, one that does not,
+    such as a store's fsync, in time). ``machine`` is then the ratio of the runs' canaries
+    (b over a) and ``adjusted`` the ratio in canary units; the interval and p are the
+    times' own. Without canaries (older files), ``significant`` also needs the interval
+    to clear 1 by more than ``spread``, the larger relative SD of the two runs' process
+    estimates.
 
     **Runs in one process each** (the rest of this docstring):
 
@@ -548,7 +597,16 @@ def compare_rounds(a: _Values, b: _Values, alpha: float = 0.05, *,
     ga = _groups(process_a, na, "compare_rounds")
     gb = _groups(process_b, nb, "compare_rounds")
     if len(ga) >= 2 and len(gb) >= 2:
-        return _compare_processes(xa, ga, xb, gb, alpha)
+        ca = None if canary_a is None else _values(canary_a, "compare_rounds", "canary_a",
+                                                   positive=True)
+        cb = None if canary_b is None else _values(canary_b, "compare_rounds", "canary_b",
+                                                   positive=True)
+        for c, n, side in ((ca, na, "a"), (cb, nb, "b")):
+            if c is not None and c.size != n:
+                raise ValueError(f"compare_rounds needs one canary per round of {side}: "
+                                 f"{n} rounds, got {c.size}")
+        canaries = (ca, cb) if ca is not None and cb is not None else None
+        return _compare_processes(xa, ga, xb, gb, alpha, canaries)
     ratio = float(np.median(xb) / np.median(xa))
     confidence = math.sqrt(1.0 - alpha)
     low_a, high_a = median_ci(xa, confidence)
@@ -586,9 +644,28 @@ def compare_rounds(a: _Values, b: _Values, alpha: float = 0.05, *,
     return RoundComparison(ratio, low, high, p, significant, note, na, nb, spread, level)
 
 
+def _welch(ea: np.ndarray, eb: np.ndarray, diff: float,
+           alpha: float) -> tuple[float, float]:
+    """(half-width, p) of Welch's t for a difference ``diff`` of two runs' centers whose
+    process estimates are ``ea`` and ``eb`` (log values)."""
+    va, vb = np.var(ea, ddof=1) / ea.size, np.var(eb, ddof=1) / eb.size
+    se = math.sqrt(va + vb)
+    if se <= 0:  # every process estimate equal on both sides
+        return 0.0, (1.0 if diff == 0 else 0.0)
+    df = (va + vb) ** 2 / (va**2 / (ea.size - 1) + vb**2 / (eb.size - 1))
+    t = _scipy_stats().t
+    return float(t.ppf(1.0 - alpha / 2.0, df)) * se, float(2.0 * t.sf(abs(diff) / se, df))
+
+
+def _process_estimates(logs: np.ndarray, groups: Sequence[np.ndarray]) -> np.ndarray:
+    return np.array([np.median(logs[g]) for g in groups])
+
+
 def _compare_processes(xa: np.ndarray, ga: Sequence[np.ndarray], xb: np.ndarray,
-                       gb: Sequence[np.ndarray], alpha: float) -> RoundComparison:
-    """:func:`compare_rounds` of two runs over worker processes (Welch over the processes)."""
+                       gb: Sequence[np.ndarray], alpha: float,
+                       canaries: tuple[np.ndarray, np.ndarray] | None) -> RoundComparison:
+    """:func:`compare_rounds` of two runs over worker processes (Welch over the processes;
+    with both runs' canaries, also in canary units, and both must agree)."""
     if min(len(ga), len(gb)) < MIN_VERDICT_PROCESSES:
         c = compare_rounds(xa, xb, alpha)  # the interval and p over rounds, for what they say
         note = (f"{len(ga)} vs {len(gb)} worker processes are too few for a verdict between "
@@ -596,27 +673,41 @@ def _compare_processes(xa: np.ndarray, ga: Sequence[np.ndarray], xb: np.ndarray,
                 f"{MIN_VERDICT_PROCESSES} a side")
         return dataclasses.replace(c, significant=None, note=note)
     la, lb = np.log(xa), np.log(xb)
-    ea = np.array([np.median(la[g]) for g in ga])
-    eb = np.array([np.median(lb[g]) for g in gb])
-    va, vb = np.var(ea, ddof=1) / ea.size, np.var(eb, ddof=1) / eb.size
+    ea, eb = _process_estimates(la, ga), _process_estimates(lb, gb)
     diff = float(np.median(lb) - np.median(la))
-    se = math.sqrt(va + vb)
-    if se > 0:
-        df = (va + vb) ** 2 / (va**2 / (ea.size - 1) + vb**2 / (eb.size - 1))
-        t = _scipy_stats().t
-        half = float(t.ppf(1.0 - alpha / 2.0, df)) * se
-        p = float(2.0 * t.sf(abs(diff) / se, df))
-    else:  # every process estimate equal on both sides
-        half, p = 0.0, (1.0 if diff == 0 else 0.0)
+    half, p = _welch(ea, eb, diff, alpha)
     spread = math.expm1(float(max(np.std(ea, ddof=1), np.std(eb, ddof=1))))
     low, high = math.exp(diff - half), math.exp(diff + half)
-    clears = low > 1.0 + spread or high < 1.0 / (1.0 + spread)
-    note = ("" if p >= alpha or clears else
-            f"p = {p:.2g}, but the interval does not clear the spread between the runs' "
-            f"processes ({_pct(spread)}): a whole run can sit that far off on a machine "
-            f"whose load changes between runs")
-    return RoundComparison(math.exp(diff), low, high, p, bool(p < alpha and clears), note,
-                           int(xa.size), int(xb.size), spread, 1.0 - alpha)
+    machine = adjusted = None
+    if canaries is None:
+        clears = low > 1.0 + spread or high < 1.0 / (1.0 + spread)
+        significant = bool(p < alpha and clears)
+        note = ("" if p >= alpha or clears else
+                f"p = {p:.2g}, but the interval does not clear the spread between the runs' "
+                f"processes ({_pct(spread)}), and without canaries (an older file) nothing "
+                f"tells how far the machine's own speed moved between the runs")
+    else:
+        ka, kb = np.log(canaries[0]), np.log(canaries[1])
+        machine = math.exp(float(np.median(kb) - np.median(ka)))
+        # Each process's estimate in canary units: its time over its canary (medians of
+        # its rounds: one round's short canary is noisier than the kernel's sample).
+        ua = ea - _process_estimates(ka, ga)
+        ub = eb - _process_estimates(kb, gb)
+        diff_u = diff - float(np.median(kb) - np.median(ka))
+        adjusted = math.exp(diff_u)
+        _, p_u = _welch(ua, ub, diff_u, alpha)
+        significant = bool(p < alpha and p_u < alpha)
+        note = ""
+        if p < alpha and p_u >= alpha:
+            note = (f"p = {p:.2g} on the times, but the machine's own speed differed by "
+                    f"{_pct(abs(machine - 1.0))} between the runs (their canaries), and in "
+                    f"canary units (about core cycles) p = {p_u:.2g}: the clock, not the code")
+        elif p >= alpha and p_u < alpha:
+            note = (f"in canary units (about core cycles) p = {p_u:.2g}, but not on the times "
+                    f"(p = {p:.2g}): not called, since a workload that does not scale with "
+                    f"the clock (I/O, memory) is judged by its time")
+    return RoundComparison(math.exp(diff), low, high, p, significant, note,
+                           int(xa.size), int(xb.size), spread, 1.0 - alpha, machine, adjusted)
 
 
 # --- instability warnings ---------------------------------------------------------------------
