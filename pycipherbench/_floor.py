@@ -49,6 +49,7 @@ def floor_multiples(names: Sequence[str], *, sizes: Sequence[int] = FLOOR_SIZES,
         cells = []
         for p in sizes:
             q = r.ratio({"backend": n, "payload": p}, {"backend": "floor", "payload": p})
+            assert not isinstance(q, list)  # one point a side: one ratio
             cells.append(f"x{q.estimate:.2f} [{q.low:.2f}, {q.high:.2f}]")
         rows.append([n, *cells])
     return r, rows, head

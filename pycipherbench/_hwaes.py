@@ -4,9 +4,11 @@ A run's rounds may be spread over W fresh worker processes, one after another
 (:class:`~._rounds.Workers`): the next process differs from this one in its memory
 layout (ASLR, allocator, page placement, huge pages), hash seeds and the frequency
 state it starts in, so the spread between processes is part of what a user sees
-when acting on a number later. A :class:`WorkerProcess` holds the kernels; the
-parent's rounds drive them (one JSON line per call), and only samples cross the
-pipe, after the clock has stopped.
+when acting on a number later. A :class:`WorkerProcess` holds the kernels (C ones,
+and points timed at the Python call, which the parent hands over pickled: it is
+this package's own parent, over a pipe only the two hold); the parent's rounds drive
+them (one JSON line per call), and only samples cross the pipe, after the clock has
+stopped. A worker whose stdin closes closes what it still holds (their scratch stores).
 
 The same mechanism runs measurements with the CPU's AES and carry-less-multiply
 instructions hidden: OpenSSL reads its CPU capability mask once, when libcrypto
@@ -154,6 +156,12 @@ class WorkerProcess:
         self._proc.wait()
 
     @property
+    def running(self) -> bool:
+        """True while the child runs (not yet closed, killed or gone)."""
+        return self._proc.poll() is None and self._proc.stdin is not None \
+            and not self._proc.stdin.closed
+
+    @property
     def pid(self) -> int:
         return self._proc.pid
 
@@ -253,6 +261,11 @@ def _child() -> None:
                     from ._pybackends import PyKernel
 
                     result = PyKernel(*args, **kwargs)
+                elif method == "Point":  # a point timed at the Python call, from our parent
+                    import base64
+                    import pickle
+
+                    result = pickle.loads(base64.b64decode(args[0]))
                 else:
                     result = getattr(_core, method)(*args, **kwargs)
                 if not isinstance(result, (type(None), int, float, str, list, dict, tuple)):
@@ -272,6 +285,11 @@ def _child() -> None:
             reply = {"result": result}
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
+    for leftover in objects.values():  # the parent moved on to a fresh worker: no scratch left
+        try:
+            leftover.close()
+        except Exception:  # noqa: BLE001 (best effort: the process ends now)
+            pass
 
 
 if __name__ == "__main__":

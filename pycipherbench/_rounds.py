@@ -19,7 +19,9 @@ the frequency state it starts in), which rounds of one process cannot see. So a 
 rounds are spread over W fresh worker processes, one after another (:class:`Workers`,
 :func:`process_schedule`): each holds the kernels of its rounds (:mod:`._hwaes`), runs
 complete rounds of every point (the rounds still pair), and the points are calibrated
-once, in the first. ``hw_aes=False`` points run in workers with the CPU's AES
+once, in the first. Points timed at the Python call live there too
+(:class:`InWorkerPoint`): each fresh worker builds its own template store and warms up
+with the first one's operation count. ``hw_aes=False`` points run in workers with the CPU's AES
 instructions masked: the same mechanism. With W = 1 the kernels live in this process
 (masked ones in one worker), and intervals cover this process only.
 
@@ -533,6 +535,78 @@ class InWorker:
         return self.workers.new(self.type_name, self.hw_aes, *args, **kwargs)
 
 
+class InWorkerPoint:
+    """A point timed at the Python call (an ``engine_bench.ScratchPoint``: an engine's
+    workload, a design's start-up, a replay phase) held in the run's current worker
+    process: built and calibrated in the first, rebuilt with the same operation count
+    (and warmed up) in each fresh one, so its rounds replicate over processes as a C
+    kernel's do. ``point`` is the parent's copy: its data gets every round, and the
+    attributes the records read (``disk_bytes``...) follow the worker's."""
+
+    def __init__(self, workers: Workers, point: Any) -> None:
+        self.workers, self.point = workers, point
+        self.data: PointData = point.data
+        self.data.in_workers = True
+        self.min_time: float = point.min_time
+        self._remote: tuple[Any, int] | None = None  # (worker process, handle)
+        self._calibrated = False
+        self._bases: list[str] = []  # the workers' scratch directories
+
+    def _take(self, reply: dict[str, Any]) -> None:
+        for name, value in reply["attrs"].items():
+            setattr(self.point, name, value)
+        self.data.info = dict(reply["info"])
+
+    def _start(self) -> tuple[Any, int]:
+        """The point in the current worker (built there once per worker)."""
+        w = self.workers.worker(False)
+        if self._remote is not None and self._remote[0] is w:
+            return self._remote
+        import base64
+        import copy
+        import pickle
+
+        bare = copy.copy(self.point)  # without the rounds so far
+        bare.data = PointData(info=dict(self.point.data.info))
+        handle = w.call(None, "Point", base64.b64encode(pickle.dumps(bare)).decode("ascii"))
+        self._remote = w, handle
+        reply = w.call(handle, "prepare_in_worker",
+                       self.point.iterations if self._calibrated else None)
+        self._bases.append(reply["base"])
+        self.point.iterations = int(reply["iterations"])
+        self._calibrated = True
+        self._take(reply)
+        return w, handle
+
+    def prepare(self) -> None:
+        self._start()
+
+    def sample(self, canary: float) -> None:
+        w, handle = self._start()
+        reply = w.call(handle, "sample_in_worker", canary)
+        ns, tsc, cpu, niv, can = reply["row"]
+        d = self.data
+        d.ns.append(ns)
+        d.tsc.append(tsc)
+        d.cpu_fraction.append(cpu)
+        d.nivcsw.append(niv)
+        d.canary.append(can)
+        d.iterations = self.point.iterations
+        for name, value in reply["extra"].items():
+            d.extra.setdefault(name, []).append(value)
+        self._take(reply)
+
+    def close(self) -> None:
+        if self._remote is not None:
+            w, handle = self._remote
+            self._remote = None
+            if not w.abandoned and w.running:
+                w.call(handle, "close")
+        for base in self._bases:  # a worker killed by Ctrl-C could not remove its own
+            shutil.rmtree(base, ignore_errors=True)
+        self._bases.clear()
+
+
 class Workers:
     """Where a run's kernels live: ``processes`` fresh worker processes, one after
     another (:class:`~._hwaes.WorkerProcess`), each holding the kernels of its rounds;
@@ -565,6 +639,11 @@ class Workers:
     def new(self, type_name: str, hw_aes: bool, *args: Any, **kwargs: Any) -> Any:
         """A kernel of ``type_name`` built in the current worker process."""
         return self.worker(not hw_aes).new(type_name, *args, **kwargs)
+
+    def point(self, point: Any) -> Any:
+        """A point timed at the Python call (``engine_bench.ScratchPoint``), placed: in
+        the worker processes (:class:`InWorkerPoint`), or as it is with ``processes=1``."""
+        return point if self.processes == 1 else InWorkerPoint(self, point)
 
     def factory(self, type_name: str, hw_aes: bool) -> tuple[Factory, str | None]:
         """What builds a kernel type (``"Kernel"``, ``"StoreKernel"``, ``"PyKernel"``) for

@@ -558,7 +558,8 @@ def cmd_store_replay(args: argparse.Namespace) -> int:
                                master_key_file=args.master_key_file,
                                repeats=3 if args.quick else 10,
                                min_time=0.0 if args.quick else 0.02, seed=args.seed,
-                               directory=args.directory, progress=not args.no_progress)
+                               directory=args.directory, processes=args.processes,
+                               progress=not args.no_progress)
     except (ValueError, TypeError, OSError, ImportError) as e:
         return _fail("store --from", e)
     if not result.records:
@@ -620,7 +621,7 @@ def cmd_store(args: argparse.Namespace) -> int:
 #: The store flags --designs does not take (what it measures is fixed: every design on
 #: hardware AES, start-up cases of its own store size), with why.
 DESIGNS_REFUSES = {
-    "no_hw_aes": "--no-hw-aes (the designs run in this process, where AES-NI cannot be hidden)",
+    "no_hw_aes": "--no-hw-aes (the designs are timed at the Python call, with hardware AES)",
     "json": "--json (its table is the result; no results file is written)",
     "seed": "--seed (each run draws its own order)",
     "n_keys": "--n-keys (the start-up cases have their own 100-entry store)",
@@ -644,6 +645,7 @@ def _store_designs(args: argparse.Namespace) -> int:
         return _fail("store --designs", "does not take " + "; ".join(given))
     try:
         text, interrupted = run_store_designs(args.quick, _budget_ms(args), directory=args.directory,
+                                              processes=args.processes,
                                               progress=not args.no_progress)
     except (ValueError, TypeError, OSError, ImportError) as e:
         return _fail("store --designs", e)

@@ -42,7 +42,8 @@ from .engine_bench import ScratchPoint, nivcsw, random_text
 from ._format import format_ns, format_table
 from ._options import SETTINGS
 from ._record import Record
-from ._rounds import DEFAULT_ROUNDS, PointData, RunInfo, run_plans, Plan, record_fields
+from ._rounds import (DEFAULT_ROUNDS, PointData, RunInfo, Workers, run_plans, Plan, record_fields,
+                      resolve_processes)
 from .stats import median_ci, paired_ratio, summarize_warnings
 
 __all__ = ["DESIGNS", "GIVES_UP", "LEVEL_NOTE", "DesignMeasurement", "plan_design", "run",
@@ -167,7 +168,7 @@ class _StartupPoint(ScratchPoint):
         return engines.open_engine(self.engine, where, encrypted=encrypted,
                                    sensitive=self.sensitive, lazy=lazy, options=opts)
 
-    def prepare(self) -> None:
+    def build(self) -> None:
         template = self._make_template("pcb-designs-")
         if not self.cold:
             h = self._open(template)
@@ -176,8 +177,13 @@ class _StartupPoint(ScratchPoint):
                 h.flush()
             finally:
                 h.close()
+
+    def calibrate(self) -> int:
         ns = self._one()[0]  # also the warm-up
-        self.iterations = max(1, min(50, math.ceil(self.min_time * 1e9 / max(ns, 1))))
+        return max(1, min(50, math.ceil(self.min_time * 1e9 / max(ns, 1))))
+
+    def warm_up(self) -> None:
+        self._one()
 
     def _one(self) -> tuple[int, int, int, int]:
         assert self.base is not None and self.template is not None
@@ -258,7 +264,7 @@ def plan_design(design: str, *, cold: bool = False, n_entries: int = 100, n_read
                 sensitive_reads: float | None = None, missing_fraction: float = 0.25,
                 key_len: int = 32, value_len: int = 32, min_time: float = 0.05,
                 repeats: int = DEFAULT_ROUNDS, seed: int = 0,
-                directory: str | None = None) -> Plan:
+                directory: str | None = None, workers: Workers | None = None) -> Plan:
     """A start-up point of ``design`` (of :data:`DESIGNS`), for :func:`._rounds.run_plans`.
 
     The store holds ``n_entries`` random ``[A-Za-z0-9]`` pairs of ``key_len``/``value_len``
@@ -267,7 +273,8 @@ def plan_design(design: str, *, cold: bool = False, n_entries: int = 100, n_read
     set, and of the stored ones ``sensitive_reads`` sensitive (default:
     ``sensitive_fraction``; 0 is a start-up path that needs no secret, where
     ``tiered_lazy`` never opens its encrypted store); then puts ``writes`` items and
-    ``apply()``s."""
+    ``apply()``s. ``workers``: the run's worker processes, where the point then lives
+    (:meth:`._rounds.Workers.point`)."""
     check_design_names([design])
     if not isinstance(cold, bool):
         raise TypeError(f"cold must be a bool, not {type(cold).__name__}")
@@ -296,25 +303,32 @@ def plan_design(design: str, *, cold: bool = False, n_entries: int = 100, n_read
 
     build = functools.partial(build_record, design=design, workload=workload, params=params,
                               point=point, min_time=min_time, repeats=repeats)
-    return Plan(point, build)
+    return Plan(point if workers is None else workers.point(point), build)
 
 
 def run(designs: Sequence[str] | None = None, *, cases: Sequence[dict[str, Any]] = (
             {"cold": True, "n_reads": 20}, {"cold": False, "n_reads": 20},
             {"cold": True, "n_reads": 100}, {"cold": False, "n_reads": 100}),
-        repeats: int = DEFAULT_ROUNDS, progress: bool = False, **common: Any,
-        ) -> tuple[list[DesignMeasurement], RunInfo]:
+        repeats: int = DEFAULT_ROUNDS, processes: int | None = None, progress: bool = False,
+        **common: Any) -> tuple[list[DesignMeasurement], RunInfo]:
     """Every design (default: all of :data:`DESIGNS` whose library is installed) in every
-    case (keyword sets of :func:`plan_design`), all in the same rounds.
+    case (keyword sets of :func:`plan_design`), all in the same rounds, spread over
+    ``processes`` fresh worker processes one after another (default: up to 5, at least 2
+    rounds each; 1: this process, whose intervals cover this process only). Each point is
+    built and calibrated once, in the first process, and rebuilt with that operation count
+    in each fresh one.
 
     Returns the measurements and how the run went (Ctrl-C keeps the complete rounds)."""
     if designs is None:
         designs = [d for d in DESIGNS
                    if DESIGNS[d][0] != "sqlcipher" or engines.cipher_version() is not None]
+    check_design_names(designs)
     seed = random.SystemRandom().randrange(2**32)
-    plans = [plan_design(d, **{**common, **case}, repeats=repeats, seed=seed)
-             for case in cases for d in designs]
-    records, info = run_plans(plans, repeats, progress=progress, desc="designs")
+    with Workers(resolve_processes(processes, repeats)) as workers:
+        plans = [plan_design(d, **{**common, **case}, repeats=repeats, seed=seed, workers=workers)
+                 for case in cases for d in designs]
+        records, info = run_plans(plans, repeats, progress=progress, desc="designs",
+                                  workers=workers)
     return records, info
 
 

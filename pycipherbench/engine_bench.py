@@ -59,13 +59,41 @@ class ScratchPoint:
     """What every point timed at the Python call shares (here and in
     :mod:`pycipherbench.designs`): a scratch directory made at prepare and removed at
     close, holding the prepared template store that each round copies, and how a
-    sample is recorded. Subclasses set ``directory``, ``iterations`` and ``data``."""
+    sample is recorded. Subclasses set ``directory``, ``iterations`` and ``data``, and
+    define :meth:`build` (the template), :meth:`calibrate` and :meth:`warm_up`.
+
+    In a run over worker processes (:class:`~._rounds.Workers`), such a point lives in
+    the current worker (:class:`~._rounds.InWorkerPoint`): the first worker builds and
+    calibrates it, each later one builds its own template and warms up with the operation
+    count of the first (:meth:`prepare_in_worker`), and only each round's figures cross
+    the pipe (:meth:`sample_in_worker`), after the clock has stopped."""
 
     directory: str | None
     iterations: int
     data: PointData
     base: str | None = None
     template: str | None = None
+    #: Attributes a worker's point reports back to the parent's copy (the records read them).
+    MIRRORED: tuple[str, ...] = ("disk_bytes",)
+
+    def build(self) -> None:
+        """Makes the scratch directory and the prepared template store (untimed)."""
+        raise NotImplementedError
+
+    def calibrate(self) -> int:
+        """The operation count of one sample of about ``min_time`` (its runs warm up too)."""
+        raise NotImplementedError
+
+    def warm_up(self) -> None:
+        """One untimed operation (a later worker's warm-up, instead of calibrating again)."""
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        self.build()
+        self.iterations = self.calibrate()
+
+    def sample(self, canary: float) -> None:
+        raise NotImplementedError
 
     def _make_template(self, prefix: str) -> str:
         """A new scratch directory (in ``directory``) with an empty ``template`` in it."""
@@ -81,6 +109,32 @@ class ScratchPoint:
         this level)."""
         self.data.extra.setdefault("durable_ns", []).append(durable / self.iterations)
         self.data.add((blocked, 0, cpu, niv, call), self.iterations, canary)
+
+    # -- in a worker process (called by the parent's InWorkerPoint, one JSON line each)
+    def mirrored(self) -> dict[str, Any]:
+        """What the parent's copy takes over (:data:`MIRRORED`, and the data's info)."""
+        return {"attrs": {name: getattr(self, name) for name in self.MIRRORED},
+                "info": self.data.info}
+
+    def prepare_in_worker(self, iterations: int | None) -> dict[str, Any]:
+        """Builds the template; calibrates (``iterations`` None: the run's first worker)
+        or warms up and takes the first worker's count. Returns the count, the scratch
+        directory (the parent removes it if this worker is killed) and :meth:`mirrored`."""
+        self.build()
+        if iterations is None:
+            self.iterations = self.calibrate()
+        else:
+            self.warm_up()
+            self.iterations = int(iterations)
+        return {"iterations": self.iterations, "base": self.base, **self.mirrored()}
+
+    def sample_in_worker(self, canary: float) -> dict[str, Any]:
+        """Takes one sample; returns the round's figures as the parent's PointData keeps them."""
+        d = self.data
+        d.truncate(0)  # the parent keeps the rounds; this copy holds one at a time
+        self.sample(canary)
+        return {"row": [d.ns[0], d.tsc[0], d.cpu_fraction[0], d.nivcsw[0], d.canary[0]],
+                "extra": {k: v[0] for k, v in d.extra.items() if v}, **self.mirrored()}
 
     def close(self) -> None:
         if self.base is not None:
@@ -111,7 +165,7 @@ class PyStorePoint(ScratchPoint):
     def _names(self, rng: random.Random, n: int) -> list[str]:
         return [random_text(rng, self.key_len) for _ in range(n)]
 
-    def prepare(self) -> None:
+    def build(self) -> None:
         template = self._make_template("pcb-engine-")
         rng = random.Random()
         self.names = self._names(rng, self.n_keys)
@@ -125,14 +179,19 @@ class PyStorePoint(ScratchPoint):
                 h.close()
             self.disk_bytes = engines.disk_bytes(template)
         self.missing = self._names(rng, 1000)
-        # calibrate: double until one sample lasts min_time (capped)
+
+    def calibrate(self) -> int:
+        """Doubles until one sample lasts min_time (capped)."""
         n = 1
         while True:
             ns = self._sample(n)[0]
             if ns >= self.min_time * 1e9 or n >= _MAX_OPS:
                 break
             n = min(_MAX_OPS, max(n * 2, math.ceil(n * self.min_time * 1e9 / max(ns, 1) * 1.2)))
-        self.iterations = n
+        return n
+
+    def warm_up(self) -> None:
+        self._sample(1)
 
     def _sample(self, n: int) -> tuple[int, int, int, int]:
         """(blocked ns, durable ns, CPU ns, nivcsw) of n operations on a new copy."""

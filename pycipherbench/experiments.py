@@ -336,7 +336,8 @@ DESIGN_CASES: list[dict[str, Any]] = [
 
 
 def run_store_designs(quick: bool, budget_ms: float, *, directory: str | None = None,
-                      n_entries: int = 100, progress: bool = True) -> tuple[str, bool]:
+                      n_entries: int = 100, processes: int | None = None,
+                      progress: bool = True) -> tuple[str, bool]:
     """Every design's start-up (:mod:`pycipherbench.designs`) in shared rounds, as the
     table and the budget sentences (computed from the run), and whether Ctrl-C (or
     SIGTERM/SIGHUP) cut the run; the text is empty if it came before the first round ended."""
@@ -345,7 +346,8 @@ def run_store_designs(quick: bool, budget_ms: float, *, directory: str | None = 
     repeats = 3 if quick else DEFAULT_ROUNDS  # QUICK_NOTE's 3 rounds
     cases = DESIGN_CASES[:2] if quick else DESIGN_CASES
     recs, run = designs.run(cases=cases, repeats=repeats, min_time=0.0 if quick else 0.02,
-                            progress=progress, directory=directory, n_entries=n_entries)
+                            processes=processes, progress=progress, directory=directory,
+                            n_entries=n_entries)
     if not recs:
         return "", True
     lines = [designs.format_designs(recs, budget_ms=budget_ms), ""]

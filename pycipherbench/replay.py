@@ -52,7 +52,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _core, engines, store
-from ._rounds import DEFAULT_ROUNDS, Plan, PointData, RunInfo, run_plans
+from ._rounds import (DEFAULT_ROUNDS, Plan, PointData, RunInfo, Workers, resolve_processes,
+                      run_plans)
 from .designs import DESIGNS, DesignMeasurement, build_record, check_design_names
 from .engine_bench import ScratchPoint, nivcsw
 
@@ -406,14 +407,21 @@ class _ReplayPoint(ScratchPoint):
         self.data.info = {"design": design, "phase": phase}
         self.n_write = 0
 
-    def prepare(self) -> None:
+    MIRRORED = ("disk_bytes", "heap_bytes")
+
+    def build(self) -> None:
         template = self._make_template(f"pcb-replay-{self.design}-")
         _write_old(self.w, template, self.design)
         if self.phase != "first_launch":
             migrate(self.design, template, self.w).close()
+
+    def calibrate(self) -> int:
         ns = self._sample_once(1)[0]  # also the warm-up
         cap = 2000 if self.phase == "warm_start" else 50
-        self.iterations = max(1, min(cap, math.ceil(self.min_time * 1e9 / max(ns, 1))))
+        return max(1, min(cap, math.ceil(self.min_time * 1e9 / max(ns, 1))))
+
+    def warm_up(self) -> None:
+        self._sample_once(1)
 
     def _reads(self, h: engines.Handle) -> None:
         kinds = self.w.kinds
@@ -515,13 +523,17 @@ def replay(path: str | os.PathLike[str], *, designs: Sequence[str] | None = None
            keep_values: bool = False, anonymize: bool | None = None,
            master_key_file: str | os.PathLike[str] | None = None,
            repeats: int = DEFAULT_ROUNDS, min_time: float = 0.02, seed: int | None = None,
-           directory: str | os.PathLike[str] | None = None, progress: bool = False) -> ReplayResult:
+           directory: str | os.PathLike[str] | None = None, processes: int | None = None,
+           progress: bool = False) -> ReplayResult:
     """Replays the preferences file at ``path`` through every design (default: all of
     :data:`pycipherbench.designs.DESIGNS` whose library is installed), every phase of
     :data:`PHASES` one point of one run; see the module's notes and
     :func:`make_workload` for ``reads``, ``sensitive``, ``keep_values`` and
     ``anonymize``. ``directory``: where the stores' files go (default: the system's
-    temporary directory)."""
+    temporary directory). ``processes``: the fresh worker processes the rounds run in,
+    one after another (default: up to 5, at least 2 rounds each; 1: this process, whose
+    intervals cover this process only); each point is built and calibrated in the first
+    and rebuilt with that operation count in each fresh one."""
     prefs = read_prefs(path, master_key_file=master_key_file)
     w = make_workload(prefs, reads=reads, sensitive=sensitive, keep_values=keep_values,
                       anonymize=anonymize, seed=seed)
@@ -535,14 +547,16 @@ def replay(path: str | os.PathLike[str], *, designs: Sequence[str] | None = None
               "sensitive": len(w.sensitive), "write_type": w.kinds[w.write[0]],
               "write_bytes": _value_size(w.kinds[w.write[0]], w.write[1]),
               "anonymized": w.anonymized, "kept_values": w.kept_values}
-    plans = []
-    for phase in PHASES:
-        for d in chosen:
-            point = _ReplayPoint(d, phase, w, min_time=min_time, directory=where)
-            build = functools.partial(build_record, design=d, workload=phase, params=params,
-                                      point=point, min_time=min_time, repeats=repeats)
-            plans.append(Plan(point, build))
-    records, info = run_plans(plans, repeats, seed=seed, progress=progress, desc="replay")
+    with Workers(resolve_processes(processes, repeats)) as workers:
+        plans = []
+        for phase in PHASES:
+            for d in chosen:
+                point = _ReplayPoint(d, phase, w, min_time=min_time, directory=where)
+                build = functools.partial(build_record, design=d, workload=phase, params=params,
+                                          point=point, min_time=min_time, repeats=repeats)
+                plans.append(Plan(workers.point(point), build))
+        records, info = run_plans(plans, repeats, seed=seed, progress=progress, desc="replay",
+                                  workers=workers)
     return ReplayResult(records, info, prefs, w)
 
 

@@ -250,7 +250,8 @@ def plan_bench(
             raise ValueError("hw_aes=False is timed in C only (engine='esp', level='c')")
         py = py_point(workload, engine, params, min_time=min_time, warmup=warm,
                       directory=None if directory is None else os.fspath(directory))
-        return Plan(py, functools.partial(StoreMeasurement._from_py_rounds, point=py,
+        placed = py if workers is None else workers.point(py)  # in the worker processes
+        return Plan(placed, functools.partial(StoreMeasurement._from_py_rounds, point=py,
                                           params=dict(params, stages=False),
                                           min_time=min_time, repeats=repeats))
     if workers is None and not hw_aes:
@@ -328,8 +329,9 @@ def bench(
     and :meth:`~pycipherbench.Results.ratio`, which pair their rounds. The rounds
     run in ``processes`` fresh worker processes one after another, as in
     :func:`~pycipherbench.measure` (default: up to 5, at least 2 rounds each; 1: this
-    process, whose interval covers this process only); the Python-level engines run
-    in this process.
+    process, whose interval covers this process only); so do the points timed at the
+    Python call, each built and calibrated once, in the first process, then rebuilt
+    with that operation count in each fresh one.
 
     ``directory`` is where the store's files go (default: a new temporary
     directory, removed afterwards); fsync costs depend on its filesystem.

@@ -151,10 +151,12 @@ def test_results_json_keeps_processes_and_reads_older_files(tmp_path: Path) -> N
                   processes=2, out=old, resume=True, progress=False, min_time=0.001, warmup=0.0)
 
 
-def test_ctrl_c_in_a_worker_keeps_complete_rounds_and_leaves_no_process(tmp_path: Path) -> None:
-    """SIGINT to the parent's process group (a terminal's Ctrl-C) while a worker samples
-    round 4 of 6 (the second worker's): the complete rounds stay, paired, and every
-    worker process started is gone."""
+def _ctrl_c_run(patched: str, call: int, plans: str, directory: Path) -> dict:
+    """Runs 6 rounds over 3 workers in a child whose ``patched`` method (of ``_hwaes`` or
+    ``_rounds``) sends SIGINT to its process group 0.15 s into its ``call``-th call (a
+    terminal's Ctrl-C, landing while the parent waits on a worker); returns what the run
+    kept, the workers' pids and what is left in ``directory``."""
+    module, _, method = patched.rpartition(".")
     code = textwrap.dedent(f"""
         import json, os, signal, sys, threading
         sys.path.insert(0, {PACKAGE_ROOT!r})
@@ -162,27 +164,38 @@ def test_ctrl_c_in_a_worker_keeps_complete_rounds_and_leaves_no_process(tmp_path
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
         from pycipherbench import _hwaes, _rounds
         from pycipherbench._measure import plan
-        real = _hwaes.MaskedKernel.sample
-        def sample(self, n):  # 2 points x (warm-up + sample) a round: call 13 starts round 4
-            # (SIGINT 0.15 s later lands in its 0.3 s sample, while the parent waits on the worker)
-            sample.calls = getattr(sample, "calls", 0) + 1
-            if sample.calls == 13:
+        from pycipherbench.store_bench import plan_bench
+        owner = {module}
+        real = getattr(owner, {method!r})
+        def patched(self, *args):
+            patched.calls = getattr(patched, "calls", 0) + 1
+            if patched.calls == {call}:
                 threading.Timer(0.15, os.killpg, (os.getpgid(0), signal.SIGINT)).start()
-            return real(self, n)
-        _hwaes.MaskedKernel.sample = sample
+            return real(self, *args)
+        setattr(owner, {method!r}, patched)
         with _rounds.Workers(3) as workers:
-            plans = [plan(t, workers=workers, payload=4096, min_time=0.3, warmup=0.0,
-                          repeats=6) for t in ("AES/CTR/NoPadding", "AES/GCM/NoPadding")]
+            plans = {plans}
             records, run = _rounds.run_plans(plans, 6, workers=workers)
             pids = list(workers.pids)
         print(json.dumps(dict(interrupted=run.interrupted, rounds=run.rounds,
                               process=[m.process.tolist() for m in records],
-                              n=[m.n_rounds for m in records], pids=pids)))
+                              n=[m.n_rounds for m in records], pids=pids,
+                              left=os.listdir({str(directory)!r}))))
     """)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=HANG, start_new_session=True)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
-    f = json.loads(r.stdout.strip().splitlines()[-1])
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_ctrl_c_in_a_worker_keeps_complete_rounds_and_leaves_no_process(tmp_path: Path) -> None:
+    """SIGINT to the parent's process group (a terminal's Ctrl-C) while a worker samples
+    round 4 of 6 (the second worker's): the complete rounds stay, paired, and every
+    worker process started is gone."""
+    # 2 points x (warm-up + sample) a round: call 13 starts round 4's 0.3 s samples
+    f = _ctrl_c_run("_hwaes.MaskedKernel.sample", 13, """[
+        plan(t, workers=workers, payload=4096, min_time=0.3, warmup=0.0, repeats=6)
+        for t in ("AES/CTR/NoPadding", "AES/GCM/NoPadding")]""", tmp_path)
     assert f["interrupted"] and f["rounds"] == 3, f          # rounds 1-3 complete, round 4 cut
     assert f["n"] == [3, 3] and f["process"] == [[0, 0, 1], [0, 0, 1]], f
     assert len(f["pids"]) == 2 and all(_gone(p) for p in f["pids"]), f
@@ -293,17 +306,76 @@ def test_machine_check_reads_and_says_effect_and_fix(capsys: pytest.CaptureFixtu
     assert _machine.check_summary([_machine.Check("ASLR", "on", True)]) == ""
 
 
-def test_a_point_timed_in_this_process_counts_as_one_process() -> None:
-    """A Python-level point of a run over worker processes runs in this process: its
-    rounds are one process's, and its interval says so."""
+def _calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple]]:
+    """Records every request the parent sends to a worker process (method, arguments)."""
+    seen: list[tuple[str, tuple]] = []
+    real = _hwaes.WorkerProcess.call
+
+    def call(self, obj, method, *args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append((method, args))
+        return real(self, obj, method, *args, **kwargs)
+    monkeypatch.setattr(_hwaes.WorkerProcess, "call", call)
+    return seen
+
+
+def test_a_point_timed_at_the_python_call_replicates_over_the_workers_too(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A Python-level point of a run over worker processes lives in them, as a C kernel
+    does: built in each fresh worker, calibrated once (in the first), its rounds paired
+    with the C point's; its scratch stores are gone afterwards, as are the workers."""
     from pycipherbench.store_bench import plan_bench
 
+    seen = _calls(monkeypatch)
     with _rounds.Workers(3) as workers:
         plans = [plan_bench("get", n_keys=10, level="python", min_time=0.001, warmup=0.0,
-                            repeats=6, stages=False, workers=workers),
+                            repeats=6, stages=False, workers=workers, directory=tmp_path),
                  plan_bench("get", n_keys=10, min_time=0.001, warmup=0.0, repeats=6,
-                            stages=False, workers=workers)]
+                            stages=False, workers=workers, directory=tmp_path)]
         (py, c), run = _rounds.run_plans(plans, 6, workers=workers)
-    assert run.schedule == [0, 0, 1, 1, 2, 2]
-    assert py.process.tolist() == [0] * 6 and "this process only" in py.ci_words
-    assert c.process.tolist() == [0, 0, 1, 1, 2, 2] and c.n_processes == 3
+        pids = list(workers.pids)
+    assert run.schedule == [0, 0, 1, 1, 2, 2] and workers.started == 3
+    assert py.process.tolist() == c.process.tolist() == [0, 0, 1, 1, 2, 2]  # pairs by round
+    assert py.n_processes == 3 and "over 3 processes x 2 rounds" in py.ci_words
+    built = [args for method, args in seen if method == "prepare_in_worker"]
+    assert [m for m, _ in seen].count("Point") == 3                # one build per worker
+    assert built[0] == (None,) and built[1:] == [(py.iterations,)] * 2  # calibrated once
+    assert [m for m, _ in seen].count("sample_in_worker") == 6
+    assert py.iterations >= 1 and len(py.samples) == 6 and py.disk_bytes > 0
+    assert all(_gone(p) for p in pids) and os.listdir(tmp_path) == []
+
+
+def test_designs_and_replay_take_processes(monkeypatch: pytest.MonkeyPatch,
+                                           tmp_path: Path) -> None:
+    from pycipherbench import designs, replay
+
+    seen = _calls(monkeypatch)
+    recs, run = designs.run(["plain", "esp"], cases=[{"cold": False}], repeats=4, processes=2,
+                            min_time=0.0, directory=str(tmp_path))
+    assert run.processes == 2 and [r.process.tolist() for r in recs] == [[0, 0, 1, 1]] * 2
+    assert all(r.disk_bytes > 0 for r in recs) and os.listdir(tmp_path) == []
+    assert [m for m, _ in seen].count("Point") == 4
+    one, _ = designs.run(["plain"], cases=[{"cold": True}], repeats=3, processes=1, min_time=0.0)
+    assert "this process only" in one[0].ci_words and one[0].processes == 1
+    with pytest.raises(ValueError, match="at least as many rounds"):
+        designs.run(["plain"], cases=[{"cold": True}], repeats=2, processes=3)
+    result = replay.replay(replay.SAMPLE_PREFS, designs=["plain", "esp"], repeats=2, processes=2,
+                           min_time=0.0, directory=tmp_path)
+    assert result.run.processes == 2 and os.listdir(tmp_path) == []
+    assert all(r.process.tolist() == [0, 1] for r in result.records)
+    cold = [r for r in result.records if r.workload == "cold_start"]
+    assert all(r.heap_bytes is None or r.heap_bytes > 0 for r in cold)
+
+
+def test_ctrl_c_in_a_worker_holding_a_python_point_keeps_rounds_and_no_scratch(
+        tmp_path: Path) -> None:
+    """SIGINT while a worker samples a Python-level point in round 4 of 6: the complete
+    rounds stay, every worker is gone, and the killed worker's scratch stores too."""
+    # call 4 is round 4's 0.3 s sample (opens: well under the cap on operations that a
+    # sample of gets would hit)
+    f = _ctrl_c_run("_rounds.InWorkerPoint.sample", 4, f"""[
+        plan_bench("open_warm", n_keys=10, level="python", min_time=0.3, warmup=0.0,
+                   repeats=6, stages=False, workers=workers, directory={str(tmp_path)!r})]""",
+                    tmp_path)
+    assert f["interrupted"] and f["rounds"] == 3 and f["process"] == [[0, 0, 1]], f
+    assert len(f["pids"]) == 2 and all(_gone(p) for p in f["pids"]), f
+    assert f["left"] == [], f
