@@ -601,7 +601,10 @@ class InWorkerPoint:
             w, handle = self._remote
             self._remote = None
             if not w.abandoned and w.running:
-                w.call(handle, "close")
+                try:
+                    w.call(handle, "close")
+                except RuntimeError:  # the worker failed or is gone: its scratch goes below
+                    pass
         for base in self._bases:  # a worker killed by Ctrl-C could not remove its own
             shutil.rmtree(base, ignore_errors=True)
         self._bases.clear()
