@@ -70,7 +70,10 @@ def test_enough_runs_widen_the_interval_by_their_spread(history: Path) -> None:
     moved = center + m.level_shift  # where a usual run of this machine would be
     assert m.ci == pytest.approx((min(alone.low, math.exp(moved - half)),
                                   max(alone.high, math.exp(moved + half))))
-    assert m.ci[0] < alone.low and m.ci[1] > alone.high  # the hull of both
+    # the hull of both: never narrower, and wider on the side the level moved it to (both
+    # sides when the move is smaller than the widening; which, depends on this machine)
+    assert m.ci[0] <= alone.low and m.ci[1] >= alone.high
+    assert m.ci[0] < alone.low or m.ci[1] > alone.high
     back = type(m).from_dict(json.loads(m.to_json()))  # files keep it
     assert back.level_sd == m.level_sd and back.level_runs == k and back.ci == m.ci
     one = pcb.measure(processes=1, repeats=6, **QUICK)  # this process only: nothing added
