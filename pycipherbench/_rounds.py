@@ -46,7 +46,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -122,12 +122,28 @@ class PointData:
         self.canary.append(canary)
         self.iterations = iterations
 
+    #: The per-round lists (a round's row, as a worker sends it: :meth:`last_round`).
+    ROUND_FIELDS: ClassVar[tuple[str, ...]] = ("ns", "tsc", "cpu_fraction", "nivcsw", "canary")
+
     def truncate(self, rounds: int) -> None:
         """Keeps the first ``rounds`` rounds (an interrupted run drops its partial round)."""
-        for name in ("ns", "tsc", "cpu_fraction", "nivcsw", "canary"):
+        for name in self.ROUND_FIELDS:
             del getattr(self, name)[rounds:]
         for values in self.extra.values():
             del values[rounds:]
+
+    def last_round(self) -> dict[str, Any]:
+        """The latest round's figures, as plain lists (what a worker sends its parent)."""
+        return {"row": [getattr(self, name)[-1] for name in self.ROUND_FIELDS],
+                "extra": {name: values[-1] for name, values in self.extra.items() if values}}
+
+    def add_round(self, figures: dict[str, Any], iterations: int) -> None:
+        """Appends a round of :meth:`last_round` (taken in a worker process)."""
+        for name, value in zip(self.ROUND_FIELDS, figures["row"], strict=True):
+            getattr(self, name).append(value)
+        for name, value in figures["extra"].items():
+            self.extra.setdefault(name, []).append(value)
+        self.iterations = iterations
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {"samples": np.asarray(self.ns), "tsc_samples": np.asarray(self.tsc),
@@ -549,8 +565,7 @@ class InWorkerPoint:
         self.data.in_workers = True
         self.min_time: float = point.min_time
         self._remote: tuple[Any, int] | None = None  # (worker process, handle)
-        self._calibrated = False
-        self._bases: list[str] = []  # the workers' scratch directories
+        self._bases: list[str] = []  # the workers' scratch directories (one per worker so far)
 
     def _take(self, reply: dict[str, Any]) -> None:
         for name, value in reply["attrs"].items():
@@ -570,11 +585,10 @@ class InWorkerPoint:
         bare.data = PointData(info=dict(self.point.data.info))
         handle = w.call(None, "Point", base64.b64encode(pickle.dumps(bare)).decode("ascii"))
         self._remote = w, handle
-        reply = w.call(handle, "prepare_in_worker",
-                       self.point.iterations if self._calibrated else None)
+        calibrated = bool(self._bases)  # by the run's first worker
+        reply = w.call(handle, "prepare_in_worker", self.point.iterations if calibrated else None)
         self._bases.append(reply["base"])
         self.point.iterations = int(reply["iterations"])
-        self._calibrated = True
         self._take(reply)
         return w, handle
 
@@ -584,16 +598,7 @@ class InWorkerPoint:
     def sample(self, canary: float) -> None:
         w, handle = self._start()
         reply = w.call(handle, "sample_in_worker", canary)
-        ns, tsc, cpu, niv, can = reply["row"]
-        d = self.data
-        d.ns.append(ns)
-        d.tsc.append(tsc)
-        d.cpu_fraction.append(cpu)
-        d.nivcsw.append(niv)
-        d.canary.append(can)
-        d.iterations = self.point.iterations
-        for name, value in reply["extra"].items():
-            d.extra.setdefault(name, []).append(value)
+        self.data.add_round(reply, self.point.iterations)
         self._take(reply)
 
     def close(self) -> None:

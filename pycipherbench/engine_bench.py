@@ -130,11 +130,9 @@ class ScratchPoint:
 
     def sample_in_worker(self, canary: float) -> dict[str, Any]:
         """Takes one sample; returns the round's figures as the parent's PointData keeps them."""
-        d = self.data
-        d.truncate(0)  # the parent keeps the rounds; this copy holds one at a time
+        self.data.truncate(0)  # the parent keeps the rounds; this copy holds one at a time
         self.sample(canary)
-        return {"row": [d.ns[0], d.tsc[0], d.cpu_fraction[0], d.nivcsw[0], d.canary[0]],
-                "extra": {k: v[0] for k, v in d.extra.items() if v}, **self.mirrored()}
+        return {**self.data.last_round(), **self.mirrored()}
 
     def close(self) -> None:
         if self.base is not None:
